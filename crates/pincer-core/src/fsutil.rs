@@ -1,0 +1,76 @@
+//! Small durable-file helpers shared by every store that must survive a crash.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Creates `dir` (and parents) with mode 0700 if it is missing. An existing
+/// directory keeps its mode: pincer never loosens or silently rewrites a
+/// directory a person made.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// fsyncs a directory so a create, rename or unlink inside it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Replaces `path` with `bytes` atomically: write a temp file beside it,
+/// fsync it, rename it over `path`, fsync the directory. A crash at any
+/// instant leaves either the whole old file or the whole new one, never an
+/// empty or partial one (DESIGN ST2).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = tmp_path(path);
+    {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
+/// The temp file [`write_atomic`] uses for `path`.
+pub fn tmp_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("meta.json");
+        write_atomic(&p, b"one").expect("write");
+        write_atomic(&p, b"two, longer").expect("write");
+        assert_eq!(fs::read(&p).expect("read"), b"two, longer");
+        assert!(!tmp_path(&p).exists());
+        let mode = fs::metadata(&p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn private_dir_is_0700() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("a/b");
+        create_private_dir(&p).expect("mkdir");
+        let mode = fs::metadata(&p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+}

@@ -1,0 +1,118 @@
+//! The `pincer` binary: parses the command line, reads the environment once,
+//! wires the library crates together and renders their results. No logic of
+//! its own beyond that.
+
+mod demo;
+mod session_cmd;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use pincer_core::config::{Config, DEFAULT_CONFIG_TOML};
+use pincer_core::home::Home;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pincer",
+    version,
+    about = "One small binary that runs a personal AI agent, safe by construction",
+    propagate_version = true
+)]
+struct Cli {
+    /// State directory (default: $PINCER_HOME, else ~/.pincer).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write a commented default config.toml into the state directory.
+    Init {
+        /// Overwrite an existing config.toml.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Walk through the crash-safe session store and turn-boundary trimming
+    /// in a temporary state directory (no API key, no server).
+    Demo {
+        /// Print the walkthrough as one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// Keep the temporary state directory to look at its files.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Inspect and edit sessions (append-only JSONL under sessions/).
+    #[command(subcommand)]
+    Session(session_cmd::SessionCmd),
+}
+
+/// Everything the commands need from the environment, read once.
+#[derive(Debug)]
+pub struct Ctx {
+    pub home: Home,
+    pub config: Config,
+}
+
+fn default_home() -> Result<PathBuf> {
+    if let Some(h) = std::env::var_os("PINCER_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .context("neither PINCER_HOME nor HOME is set; pass --home DIR")?;
+    Ok(PathBuf::from(home).join(".pincer"))
+}
+
+fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
+    let home = Home::new(match home {
+        Some(h) => h,
+        None => default_home()?,
+    });
+    home.ensure()
+        .with_context(|| format!("cannot create {}", home.root().display()))?;
+    let (config, _found) = Config::load(&home.config_path())?;
+    Ok(Ctx { home, config })
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Init { force } => {
+            let ctx_home = Home::new(match cli.home {
+                Some(h) => h,
+                None => default_home()?,
+            });
+            ctx_home.ensure()?;
+            let path = ctx_home.config_path();
+            if path.exists() && !force {
+                anyhow::bail!(
+                    "{} already exists; pass --force to overwrite it",
+                    path.display()
+                );
+            }
+            pincer_core::fsutil::write_atomic(&path, DEFAULT_CONFIG_TOML.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { json, keep } => demo::run(json, keep),
+        Command::Session(cmd) => {
+            let ctx = load_ctx(cli.home)?;
+            session_cmd::run(&ctx, cmd)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

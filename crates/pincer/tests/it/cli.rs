@@ -1,0 +1,122 @@
+use crate::{fails, json, ok, pincer};
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn version_and_help() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = ok(pincer(home.path(), &["--version"], ""));
+    assert_eq!(out.trim(), format!("pincer {}", env!("CARGO_PKG_VERSION")));
+    let out = ok(pincer(home.path(), &["--help"], ""));
+    for cmd in ["init", "demo", "session"] {
+        assert!(out.contains(cmd), "{out}");
+    }
+}
+
+#[test]
+fn home_is_created_private() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("state");
+    ok(pincer(&home, &["session", "list"], ""));
+    for dir in [home.clone(), home.join("sessions")] {
+        let mode = std::fs::metadata(&dir).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+}
+
+#[test]
+fn init_writes_a_config_that_loads_and_refuses_to_clobber() {
+    let home = tempfile::tempdir().expect("tempdir");
+    ok(pincer(home.path(), &["init"], ""));
+    let text = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    assert!(text.contains("fsync = \"turn\""), "{text}");
+    ok(pincer(home.path(), &["session", "list"], ""));
+    let err = fails(pincer(home.path(), &["init"], ""));
+    assert!(err.contains("--force"), "{err}");
+    ok(pincer(home.path(), &["init", "--force"], ""));
+}
+
+#[test]
+fn a_bad_config_is_an_error_naming_key_and_line() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = home.path().join("config.toml");
+    std::fs::write(&cfg, "[session]\nfsync = \"turn\"\nfsinc = \"always\"\n").expect("write");
+    let err = fails(pincer(home.path(), &["session", "list"], ""));
+    assert!(err.contains("fsinc") && err.contains("line 3"), "{err}");
+    std::fs::write(
+        &cfg,
+        "[context]\ncontext_window = 1000\noutput_reserve = 2000\n",
+    )
+    .expect("write");
+    let err = fails(pincer(home.path(), &["session", "list"], ""));
+    assert!(
+        err.contains("config.toml:3") && err.contains("output_reserve"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_flags_are_errors_not_defaults() {
+    let home = tempfile::tempdir().expect("tempdir");
+    ok(pincer(
+        home.path(),
+        &["session", "append", "k"],
+        "{\"role\":\"user\",\"content\":\"hi\"}\n",
+    ));
+    for (args, needle) in [
+        (&["session", "trim", "k", "--budget", "abc"][..], "--budget"),
+        (&["session", "trim", "k", "--budget", "-5"][..], "--budget"),
+        (&["session", "trim", "k"][..], "--budget"),
+        (
+            &["session", "trim", "k", "--budget", "100", "-n", "5"][..],
+            "-n",
+        ),
+        (&["session", "show", "k", "--limt", "5"][..], "--limt"),
+        (
+            &[
+                "session",
+                "trim",
+                "k",
+                "--budget",
+                "1000",
+                "--output-reserve",
+                "1000",
+            ][..],
+            "--output-reserve",
+        ),
+    ] {
+        let err = fails(pincer(home.path(), args, ""));
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn demo_runs_on_embedded_defaults() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = ok(pincer(home.path(), &["demo"], ""));
+    assert!(out.contains("torn tail"), "{out}");
+    assert!(
+        out.contains("tool calls without their result after trimming: 0"),
+        "{out}"
+    );
+    let doc = json(&ok(pincer(home.path(), &["demo", "--json"], "")));
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 5);
+    assert_eq!(steps[1]["data"]["unreadable_after"], 0);
+    assert_eq!(steps[3]["data"]["orphans_after"], 0);
+    assert!(
+        steps[3]["data"]["report"]["dropped_turns"]
+            .as_u64()
+            .expect("n")
+            > 0
+    );
+    assert!(
+        steps[4]["data"]["overflow_error"]
+            .as_str()
+            .expect("e")
+            .contains("over by")
+    );
+    // The demo never touches the user's PINCER_HOME, and cleans up after itself.
+    assert_eq!(std::fs::read_dir(home.path()).expect("ls").count(), 0);
+    let tmp = doc["home"].as_str().expect("home");
+    assert!(!std::path::Path::new(tmp).exists(), "{tmp} left behind");
+}

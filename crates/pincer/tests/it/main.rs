@@ -1,0 +1,52 @@
+//! End-to-end tests of the `pincer` binary: real process, real files.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed fixture should panic
+
+mod cli;
+mod session;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `pincer ARGS` with `PINCER_HOME=home`, feeding `stdin`.
+pub fn pincer(home: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(args)
+        .env("PINCER_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pincer");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+pub fn ok(o: Output) -> String {
+    assert!(o.status.success(), "failed: {}\n{}", stderr(&o), stdout(&o));
+    stdout(&o)
+}
+
+/// Asserts failure and returns stderr.
+pub fn fails(o: Output) -> String {
+    assert!(!o.status.success(), "should fail: {}", stdout(&o));
+    stderr(&o)
+}
+
+pub fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}

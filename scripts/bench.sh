@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Measures pincer against DESIGN.md's targets and prints a report.
+#   scripts/bench.sh           # everything
+#   scripts/bench.sh --quick   # skip the criterion benches
+# Installs hyperfine from Debian if it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v hyperfine >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null
+fi
+
+echo "== release build (size profile)"
+start=$(date +%s)
+cargo build --release --locked -p pincer 2>&1 | tail -1
+echo "build took $(( $(date +%s) - start )) s (incremental if target/ was warm)"
+bin=target/release/pincer
+echo "binary size: $(stat -c %s "$bin") bytes ($(awk "BEGIN{printf \"%.2f\", $(stat -c %s "$bin")/1048576}") MiB), target < 3 MiB minimal"
+
+echo "== cold start: pincer --version (target < 3 ms)"
+hyperfine -N --warmup 20 --runs 300 "$bin --version" 2>&1 | sed -n '1,4p'
+
+echo "== peak RSS"
+home=$(mktemp -d)
+for cmd in "--version" "demo"; do
+  rss=$( { /usr/bin/time -v env PINCER_HOME="$home" "$bin" $cmd >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+  echo "pincer $cmd: max RSS ${rss} KiB"
+done
+rm -rf "$home"
+
+if [ "${1:-}" != "--quick" ]; then
+  echo "== criterion (session store, trimming)"
+  cargo bench --locked -p pincer-core --bench session -- --noplot 2>&1 \
+    | grep -E '^[a-z_/0-9]+ +time:|^session|^trim|time:' || true
+fi
