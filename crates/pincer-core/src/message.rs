@@ -25,7 +25,8 @@
 //! only ever added in a backwards-compatible way, with a new session meta `version`.
 
 use serde::{Deserialize, Serialize};
-use std::time::SystemTime;
+use serde_json::value::RawValue;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,12 +50,108 @@ impl Role {
 }
 
 /// One tool invocation requested by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `arguments` is kept as the exact JSON text it arrived as: it is never
+/// re-serialised differently, and loading a session does not build a tree
+/// for every call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
-    pub arguments: serde_json::Value,
+    pub arguments: Box<RawValue>,
+}
+
+impl PartialEq for ToolCall {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.arguments.get() == other.arguments.get()
+    }
+}
+
+impl ToolCall {
+    /// A call with `arguments` serialised as compact JSON.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: &serde_json::Value,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: raw_json(arguments),
+        }
+    }
+
+    /// The arguments as a JSON tree.
+    pub fn arguments_value(&self) -> serde_json::Value {
+        // A RawValue is valid JSON by construction, so this cannot fail; a
+        // null stands in if it ever did.
+        serde_json::from_str(self.arguments.get()).unwrap_or_default()
+    }
+}
+
+/// `v` as a RawValue. Serialising a `Value` cannot fail (its map keys are
+/// strings), and its compact text is valid JSON.
+fn raw_json(v: &serde_json::Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).unwrap_or_else(|_| {
+        // Unreachable, see above; `{}` keeps the "arguments is an object" rule.
+        RawValue::from_string("{}".to_string()).unwrap_or_default()
+    })
+}
+
+/// A point in time, stored to the millisecond, written as RFC 3339 UTC
+/// (`2026-11-30T11:43:45.123Z`). Any RFC 3339 UTC text is accepted on input
+/// and normalised to millisecond precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(u64);
+
+impl Timestamp {
+    pub fn now() -> Self {
+        Self::from_system(SystemTime::now())
+    }
+
+    fn from_system(t: SystemTime) -> Self {
+        Self(
+            t.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// Parses RFC 3339 UTC text.
+    pub fn parse(s: &str) -> Result<Self, FieldError> {
+        humantime::parse_rfc3339_weak(s)
+            .map(Self::from_system)
+            .map_err(|_| FieldError::new("ts", format!("`{s}` is not an RFC 3339 UTC timestamp")))
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn as_millis(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Only `parse` (years 1970..=9999) and `now` make one, so humantime
+        // can always format it.
+        let t = UNIX_EPOCH + std::time::Duration::from_millis(self.0);
+        write!(f, "{}", humantime::format_rfc3339_millis(t))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Timestamp::parse(&s).map_err(|e| serde::de::Error::custom(e.reason))
+    }
 }
 
 /// One line of a session.
@@ -63,7 +160,7 @@ pub struct ToolCall {
 pub struct Message {
     pub role: Role,
     pub content: String,
-    pub ts: String,
+    pub ts: Timestamp,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,17 +222,12 @@ fn field_error<T, E: std::fmt::Display>(
     })
 }
 
-/// The current time as the RFC 3339 string the line format uses.
-pub fn now_ts() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
 impl Message {
     fn plain(role: Role, content: impl Into<String>) -> Self {
         Self {
             role,
             content: content.into(),
-            ts: now_ts(),
+            ts: Timestamp::now(),
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
@@ -179,12 +271,6 @@ impl Message {
     /// Checks the rules serde cannot express: which fields go with which role,
     /// non-empty ids, unique call ids, object arguments, a parsable timestamp.
     pub fn validate(&self) -> Result<(), FieldError> {
-        if humantime::parse_rfc3339_weak(&self.ts).is_err() {
-            return Err(FieldError::new(
-                "ts",
-                format!("`{}` is not an RFC 3339 timestamp", self.ts),
-            ));
-        }
         if self.role != Role::Assistant {
             if !self.tool_calls.is_empty() {
                 return Err(FieldError::new(
@@ -247,7 +333,7 @@ impl Message {
                     "must not be empty",
                 ));
             }
-            if !call.arguments.is_object() {
+            if !call.arguments.get().trim_start().starts_with('{') {
                 return Err(FieldError::new(
                     format!("tool_calls[{i}].arguments"),
                     "must be a JSON object",
@@ -288,7 +374,7 @@ impl Message {
         match v.as_object_mut() {
             Some(obj) => {
                 obj.entry("ts")
-                    .or_insert_with(|| serde_json::Value::String(now_ts()));
+                    .or_insert_with(|| serde_json::Value::String(Timestamp::now().to_string()));
             }
             None => return Err(FieldError::new("(json)", "a message must be a JSON object")),
         }
@@ -309,20 +395,10 @@ mod tests {
     use serde_json::json;
 
     fn check(line: serde_json::Value, expected_field: Option<&str>) {
-        let parsed: Result<Message, _> = serde_json::from_value(line.clone());
-        match (parsed, expected_field) {
-            (Ok(m), None) => assert_eq!(m.validate(), Ok(()), "{line}"),
-            (Ok(m), Some(field)) => {
-                let err = m.validate().expect_err("should be invalid");
-                assert_eq!(err.field, field, "{line}: {err}");
-            }
-            (Err(e), Some(field)) => {
-                assert!(
-                    e.to_string().contains(field),
-                    "{line}: `{e}` should name `{field}`"
-                )
-            }
-            (Err(e), None) => panic!("{line} should parse: {e}"),
+        match (Message::from_input(&line.to_string()), expected_field) {
+            (Ok(_), None) => {}
+            (Err(e), Some(field)) => assert_eq!(e.field, field, "{line}: {e}"),
+            (got, want) => panic!("{line}: got {got:?}, want an error on {want:?}"),
         }
     }
 
@@ -338,10 +414,7 @@ mod tests {
             json!({"role":"tool","content":"r","ts":ts,"tool_call_id":"a","name":"t"}),
             None,
         );
-        check(
-            json!({"role":"robot","content":"hi","ts":ts}),
-            Some("robot"),
-        );
+        check(json!({"role":"robot","content":"hi","ts":ts}), Some("role"));
         check(json!({"role":"user","ts":ts}), Some("content"));
         check(
             json!({"role":"user","content":"x","ts":ts,"colour":1}),
@@ -410,12 +483,28 @@ mod tests {
         assert_eq!(field(r#"[1,2]"#), "(json)");
         assert_eq!(field(r#"{"role":"user","content":"x","ts":"soon"}"#), "ts");
         let m = Message::from_input(r#"{"role":"user","content":"x"}"#).expect("ts filled in");
-        assert!(humantime::parse_rfc3339_weak(&m.ts).is_ok());
+        assert!(m.ts.as_millis() > 1_700_000_000_000, "{}", m.ts);
         assert_eq!(
             Message::from_line(br#"{"role":"user","content":1,"ts":"2026-01-01T00:00:00Z"}"#)
                 .expect_err("bad")
                 .field,
             "content"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_millis_and_arguments_stay_verbatim() {
+        let line = br#"{"role":"assistant","content":"","ts":"2026-11-30T11:43:45.123456Z","tool_calls":[{"id":"a","name":"t","arguments":{"b": 2, "a": [1]}}]}"#;
+        let m = Message::from_line(line).expect("valid");
+        assert_eq!(m.ts.to_string(), "2026-11-30T11:43:45.123Z");
+        assert_eq!(m.tool_calls[0].arguments.get(), r#"{"b": 2, "a": [1]}"#);
+        assert_eq!(m.tool_calls[0].arguments_value(), json!({"a": [1], "b": 2}));
+        let out = serde_json::to_string(&m).expect("ser");
+        assert!(out.contains(r#""ts":"2026-11-30T11:43:45.123Z""#), "{out}");
+        assert!(out.contains(r#""arguments":{"b": 2, "a": [1]}"#), "{out}");
+        assert_eq!(
+            Timestamp::parse("1969-12-31T23:59:59Z").map_err(|e| e.field),
+            Err("ts".into())
         );
     }
 

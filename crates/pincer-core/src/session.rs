@@ -41,6 +41,7 @@ use crate::fsutil::{create_private_dir, sync_dir, tmp_path, write_atomic};
 use crate::message::{FieldError, Message, Role};
 use crate::trim::{self, RepairReport, Trimmed};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -211,8 +212,14 @@ pub struct SessionView {
 impl SessionView {
     /// The messages to send to a provider: orphan tool calls left by a crash
     /// get a synthetic "interrupted" result, stray results are removed (CX7).
-    pub fn context(&self) -> (Vec<Message>, RepairReport) {
-        trim::repair_orphans(self.messages.clone())
+    /// Borrows the stored messages when they need no repair (the common
+    /// case), so loading a long session does not copy it.
+    pub fn context(&self) -> (Cow<'_, [Message]>, RepairReport) {
+        if trim::is_repaired(&self.messages) {
+            return (Cow::Borrowed(&self.messages), RepairReport::default());
+        }
+        let (repaired, report) = trim::repair_orphans(self.messages.clone());
+        (Cow::Owned(repaired), report)
     }
 
     /// The data-file line at which the message `dropped` of the repaired

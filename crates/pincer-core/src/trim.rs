@@ -67,8 +67,8 @@
 //!
 //! [`trim`] reads each message once (to count it) and clones only the kept
 //! ones; the per-`k` work is bounded by `summary_max_chars`, not by the
-//! session length. [`CharRatio`] measures tool-call arguments without
-//! serialising them. [`repair_orphans`] first checks read-only and hands a
+//! session length. Tool-call arguments are counted on their stored JSON
+//! text. [`repair_orphans`] first checks read-only and hands a
 //! valid list back untouched, so the common case moves nothing. The
 //! `trim/10k_turns` bench (DESIGN target < 5 ms) exercises this.
 
@@ -108,35 +108,21 @@ pub trait TokenCounter {
     /// arguments (as serialised JSON), a tool result's call id and tool name,
     /// plus [`MESSAGE_OVERHEAD_TOKENS`].
     fn message_tokens(&self, m: &Message) -> usize {
-        message_tokens_with(
-            m,
-            |t| self.text_tokens(t),
-            |v| self.text_tokens(&v.to_string()),
-        )
+        let mut n = MESSAGE_OVERHEAD_TOKENS.saturating_add(self.text_tokens(&m.content));
+        for call in &m.tool_calls {
+            n = n
+                .saturating_add(self.text_tokens(&call.id))
+                .saturating_add(self.text_tokens(&call.name))
+                .saturating_add(self.text_tokens(call.arguments.get()));
+        }
+        if let Some(id) = &m.tool_call_id {
+            n = n.saturating_add(self.text_tokens(id));
+        }
+        if let Some(name) = &m.name {
+            n = n.saturating_add(self.text_tokens(name));
+        }
+        n
     }
-}
-
-/// The sum behind [`TokenCounter::message_tokens`], with the JSON arguments
-/// counted by `json`.
-fn message_tokens_with(
-    m: &Message,
-    text: impl Fn(&str) -> usize,
-    json: impl Fn(&serde_json::Value) -> usize,
-) -> usize {
-    let mut n = MESSAGE_OVERHEAD_TOKENS.saturating_add(text(&m.content));
-    for call in &m.tool_calls {
-        n = n
-            .saturating_add(text(&call.id))
-            .saturating_add(text(&call.name))
-            .saturating_add(json(&call.arguments));
-    }
-    if let Some(id) = &m.tool_call_id {
-        n = n.saturating_add(text(id));
-    }
-    if let Some(name) = &m.name {
-        n = n.saturating_add(text(name));
-    }
-    n
 }
 
 /// The default counter: `chars / chars_per_token`, rounded up.
@@ -210,61 +196,6 @@ impl TokenCounter for CharRatio {
         };
         self.tokens_for_chars(chars)
     }
-
-    /// Same count as the default method, but measures the arguments' JSON
-    /// without building it: serialising every call's arguments was a third
-    /// of the time of trimming a long session.
-    fn message_tokens(&self, m: &Message) -> usize {
-        message_tokens_with(
-            m,
-            |t| self.text_tokens(t),
-            |v| self.tokens_for_chars(json_chars(v)),
-        )
-    }
-}
-
-/// Chars of `v` as compact JSON, i.e. of `v.to_string()`, without building it.
-fn json_chars(v: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    fn digits(mut n: u64) -> usize {
-        let mut d = 1;
-        while n >= 10 {
-            n /= 10;
-            d += 1;
-        }
-        d
-    }
-    match v {
-        Value::Null | Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => digits(u),
-            (None, Some(i)) => 1 + digits(i.unsigned_abs()),
-            // Floats are rare in tool arguments; their text is ASCII.
-            _ => n.to_string().len(),
-        },
-        Value::String(s) => json_str_chars(s),
-        Value::Array(items) => items.iter().fold(1 + items.len().max(1), |a, i| {
-            a.saturating_add(json_chars(i))
-        }),
-        Value::Object(map) => map.iter().fold(1 + map.len().max(1), |a, (k, v)| {
-            a.saturating_add(json_str_chars(k) + 1)
-                .saturating_add(json_chars(v))
-        }),
-    }
-}
-
-/// Chars of `s` as a JSON string literal, quotes and escapes included, the
-/// way serde_json writes it (only `"`, `\` and control chars are escaped).
-fn json_str_chars(s: &str) -> usize {
-    s.bytes().fold(2usize, |n, b| {
-        n + match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0x00..=0x1f => 6,
-            0x80..=0xbf => 0, // a UTF-8 continuation byte: not a new char
-            _ => 1,
-        }
-    })
 }
 
 fn clamp_ratio(r: f64) -> f64 {
@@ -773,7 +704,7 @@ pub fn repair_orphans(msgs: Vec<Message>) -> (Vec<Message>, RepairReport) {
 /// True when [`repair_orphans`] has nothing to do: every tool call is
 /// followed by exactly one result for each of its ids, and there is no other
 /// tool message.
-fn is_repaired(msgs: &[Message]) -> bool {
+pub(crate) fn is_repaired(msgs: &[Message]) -> bool {
     let mut i = 0;
     while i < msgs.len() {
         let m = &msgs[i];
@@ -816,7 +747,7 @@ fn close_run(out: &mut Vec<Message>, at: usize, answered: &[bool], report: &mut 
     if answered.iter().all(|done| *done) {
         return;
     }
-    let ts = out.last().map(|m| m.ts.clone()).unwrap_or_default();
+    let ts = out.last().map(|m| m.ts).unwrap_or_default();
     let missing: Vec<Message> = out[at]
         .tool_calls
         .iter()
@@ -825,7 +756,7 @@ fn close_run(out: &mut Vec<Message>, at: usize, answered: &[bool], report: &mut 
         .map(|(call, _)| Message {
             role: Role::Tool,
             content: INTERRUPTED_RESULT.to_owned(),
-            ts: ts.clone(),
+            ts,
             tool_calls: Vec::new(),
             tool_call_id: Some(call.id.clone()),
             name: Some(call.name.clone()),
@@ -863,12 +794,7 @@ pub fn summarize_turn(turn: &[Message]) -> String {
     else {
         return "- (empty turn)".to_owned();
     };
-    let ts: String = head
-        .ts
-        .chars()
-        .take(16)
-        .map(|c| if c.is_whitespace() { ' ' } else { c })
-        .collect();
+    let ts: String = head.ts.to_string().chars().take(16).collect();
     let mut line = format!(
         "- [{ts}] {}: {}",
         head.role.as_str(),

@@ -52,11 +52,11 @@ fn sensor_turn(i: usize) -> Vec<Message> {
         )),
         Message::assistant_calls(
             "",
-            vec![ToolCall {
-                id: id.clone(),
-                name: "file_read".into(),
-                arguments: json!({ "path": format!("greenhouse/day-{i}.log") }),
-            }],
+            vec![ToolCall::new(
+                id.clone(),
+                "file_read",
+                &json!({ "path": format!("greenhouse/day-{i}.log") }),
+            )],
         ),
         Message::tool_result(
             id,
@@ -185,11 +185,7 @@ fn story(home: &Path) -> Result<Vec<Step>> {
         Message::user("Day 14: is the vent motor still running?"),
         Message::assistant_calls(
             "",
-            vec![ToolCall {
-                id: "call_14".into(),
-                name: "gpio_read".into(),
-                arguments: json!({ "pin": 17 }),
-            }],
+            vec![ToolCall::new("call_14", "gpio_read", &json!({ "pin": 17 }))],
         ),
     ])?;
     drop(w);
@@ -274,11 +270,11 @@ fn story(home: &Path) -> Result<Vec<Step>> {
         Message::user("Day 15: dump the whole sensor history"),
         Message::assistant_calls(
             "",
-            vec![ToolCall {
-                id: "call_15".into(),
-                name: "file_read".into(),
-                arguments: json!({ "path": "greenhouse/history.log" }),
-            }],
+            vec![ToolCall::new(
+                "call_15",
+                "file_read",
+                &json!({ "path": "greenhouse/history.log" }),
+            )],
         ),
         Message::tool_result("call_15", "file_read", huge.clone()),
     ];

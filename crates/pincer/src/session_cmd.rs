@@ -255,14 +255,7 @@ pub fn render_show(view: &SessionView, context: &[Message], repair: &RepairRepor
                 let calls: Vec<String> = m
                     .tool_calls
                     .iter()
-                    .map(|c| {
-                        format!(
-                            "{}[{}] {}",
-                            c.name,
-                            c.id,
-                            one_line(&c.arguments.to_string(), 60)
-                        )
-                    })
+                    .map(|c| format!("{}[{}] {}", c.name, c.id, one_line(c.arguments.get(), 60)))
                     .collect();
                 writeln!(out, "assistant → {}", calls.join("; "))
             }

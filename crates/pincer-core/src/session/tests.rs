@@ -14,11 +14,11 @@ fn turn(i: usize) -> Vec<Message> {
         Message::user(format!("question {i}")),
         Message::assistant_calls(
             "",
-            vec![ToolCall {
-                id: format!("c{i}"),
-                name: "file_read".into(),
-                arguments: json!({"path": format!("f{i}.txt")}),
-            }],
+            vec![ToolCall::new(
+                format!("c{i}"),
+                "file_read",
+                &json!({"path": format!("f{i}.txt")}),
+            )],
         ),
         Message::tool_result(format!("c{i}"), "file_read", format!("contents {i}")),
         Message::assistant(format!("answer {i}")),
@@ -246,14 +246,7 @@ fn corrupt_meta_is_an_error_naming_the_file() {
 #[test]
 fn fsync_policy_decides_which_appends_are_durable() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let call = Message::assistant_calls(
-        "",
-        vec![ToolCall {
-            id: "c".into(),
-            name: "t".into(),
-            arguments: json!({}),
-        }],
-    );
+    let call = Message::assistant_calls("", vec![ToolCall::new("c", "t", &json!({}))]);
     let result = Message::tool_result("c", "t", "r");
     let cases = [
         (FsyncPolicy::Always, [true, true, true, true]),
@@ -370,12 +363,12 @@ fn a_crash_at_every_compaction_step_reads_back_the_same_messages() {
         w.compact().expect("compaction completes after recovery");
         let mut expected = before.clone();
         expected.push(Message {
-            ts: String::new(),
+            ts: Default::default(),
             ..Message::user("next")
         });
         let mut got = s.read("c").expect("read").messages;
         if let Some(last) = got.last_mut() {
-            last.ts = String::new();
+            last.ts = Default::default();
         }
         assert_eq!(got, expected, "after recovery from {point:?}");
     }

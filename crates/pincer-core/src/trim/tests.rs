@@ -5,7 +5,7 @@ use serde_json::json;
 pub(super) const TS: &str = "2026-11-30T11:43:45.123Z";
 
 pub(super) fn fixed_ts(mut m: Message) -> Message {
-    m.ts = TS.to_owned();
+    m.ts = crate::message::Timestamp::parse(TS).expect("ts");
     m
 }
 pub(super) fn user(c: &str) -> Message {
@@ -17,10 +17,12 @@ pub(super) fn reply(c: &str) -> Message {
 pub(super) fn calls(c: &str, calls: &[(&str, &str)]) -> Message {
     let calls = calls
         .iter()
-        .map(|(id, name)| ToolCall {
-            id: (*id).to_owned(),
-            name: (*name).to_owned(),
-            arguments: json!({"path": "notes.txt"}),
+        .map(|(id, name)| {
+            ToolCall::new(
+                (*id).to_owned(),
+                (*name).to_owned(),
+                &json!({"path": "notes.txt"}),
+            )
         })
         .collect();
     fixed_ts(Message::assistant_calls(c, calls))
