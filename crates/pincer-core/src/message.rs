@@ -4,11 +4,19 @@
 //!
 //! A session file holds one message per line, each a JSON object:
 //!
-//! ```json
+//! ```
+//! # use pincer_core::Message;
+//! let session = r#"
 //! {"role":"user","content":"what is in notes.txt?","ts":"2026-11-30T11:43:45.123Z"}
 //! {"role":"assistant","content":"","ts":"2026-11-30T11:43:46.001Z","tool_calls":[{"id":"c1","name":"file_read","arguments":{"path":"notes.txt"}}],"provider":"local"}
 //! {"role":"tool","content":"buy milk","ts":"2026-11-30T11:43:46.010Z","tool_call_id":"c1","name":"file_read"}
 //! {"role":"assistant","content":"It says: buy milk.","ts":"2026-11-30T11:43:47.500Z"}
+//! "#;
+//! for line in session.trim().lines() {
+//!     let m = Message::from_line(line.as_bytes()).expect("every documented line is valid");
+//!     // Writing a message back gives the same line, byte for byte.
+//!     assert_eq!(serde_json::to_string(&m).unwrap(), line);
+//! }
 //! ```
 //!
 //! | field | type | when |
