@@ -31,6 +31,41 @@ impl FsyncPolicy {
     }
 }
 
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, llama.cpp `llama-server`,
+    /// Ollama, vLLM, OpenRouter).
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+    /// Replays a JSON script (tests, `pincer demo`).
+    Scripted,
+}
+
+/// One configured provider (`[providers.NAME]`), as data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// E.g. `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`,
+    /// `https://api.anthropic.com`.
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key; the key itself is
+    /// never in the config file.
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    pub headers: std::collections::BTreeMap<String, String>,
+    pub context_window: usize,
+    pub timeout_secs: u64,
+    /// Retries on this provider before the router moves to the next.
+    pub max_retries: u32,
+    /// The script file of a `scripted` provider.
+    pub script: Option<PathBuf>,
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {

@@ -10,7 +10,9 @@ pub mod config;
 pub mod fsutil;
 pub mod home;
 pub mod message;
+pub mod provider;
 pub mod session;
+pub mod tool;
 pub mod trim;
 
 pub use message::{FieldError, Message, Role, ToolCall};

@@ -1,0 +1,137 @@
+//! The seam between the agent and a language model (DESIGN PR1).
+//!
+//! Implementations live in `pincer-providers`; this module only defines what
+//! the agent asks for and what it gets back, in pincer's own types. Vendor
+//! JSON never crosses this seam.
+
+use crate::message::{Message, ToolCall};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A boxed future, so `Provider` and `Tool` can be used as trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One request for one model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// System prompt (skills, pinned memory, running summary already folded in).
+    pub system: String,
+    /// The conversation, already trimmed and repaired: no orphan tool call
+    /// or result, never a `Role::System` message (that goes in `system`).
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// Cap on the reply's tokens (the output reserve).
+    pub max_tokens: u32,
+}
+
+/// Token usage as the provider reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A final answer.
+    Stop,
+    /// It asks for tool calls.
+    ToolCalls,
+    /// It ran out of `max_tokens`.
+    Length,
+    /// Anything else the vendor said (content filter…).
+    Other,
+}
+
+/// One assembled model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish: FinishReason,
+    pub usage: Option<Usage>,
+    /// Which configured provider answered (the router sets the final name).
+    pub provider: String,
+    pub model: String,
+}
+
+/// What a provider can do, as data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ProviderCaps {
+    pub tools: bool,
+    pub streaming: bool,
+    pub vision: bool,
+}
+
+/// A failed model call. The variant is the decision the router makes (PR2):
+/// `Transport`, `Timeout`, `RateLimited` and `Server` go to the next
+/// provider after bounded retries; `Rejected` and `Protocol` stop.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{provider}: cannot reach the server: {message}")]
+    Transport { provider: String, message: String },
+    #[error("{provider}: timed out after {after:?}")]
+    Timeout { provider: String, after: Duration },
+    #[error("{provider}: rate limited (429){}: {message}", retry_after.map(|d| format!(", retry after {d:?}")).unwrap_or_default())]
+    RateLimited {
+        provider: String,
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    #[error("{provider}: server error {status}: {message}")]
+    Server {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider}: request rejected with {status}: {message}")]
+    Rejected {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider}: malformed response: {message}")]
+    Protocol { provider: String, message: String },
+    #[error("{provider}: not configured: {message}")]
+    Config { provider: String, message: String },
+}
+
+impl ProviderError {
+    /// True when the next provider in the fallback chain should be tried.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::Transport { .. }
+                | ProviderError::Timeout { .. }
+                | ProviderError::RateLimited { .. }
+                | ProviderError::Server { .. }
+        )
+    }
+}
+
+/// A language model endpoint. Streaming first: text arrives through
+/// `on_text` as it is generated, and the assembled turn is returned.
+/// Dropping the future cancels the call.
+pub trait Provider: Send + Sync {
+    /// The configured name (e.g. `local`, `openai`), recorded on messages.
+    fn name(&self) -> &str;
+    fn caps(&self) -> ProviderCaps;
+    fn chat<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+}
