@@ -5,14 +5,28 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Creates `dir` (and parents) with mode 0700 if it is missing. An existing
-/// directory keeps its mode: pincer never loosens or silently rewrites a
-/// directory a person made.
+/// Creates `dir` (and parents) with mode 0700 if it is missing, fsyncing
+/// each parent so the new directory survives a crash. An existing directory
+/// keeps its mode: pincer never loosens or silently rewrites a directory a
+/// person made.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        // Another process made it first: fine, it exists.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    sync_dir(parent)
 }
 
 /// fsyncs a directory so a create, rename or unlink inside it is durable.

@@ -92,6 +92,24 @@ impl ToolCall {
         }
     }
 
+    /// A call whose arguments are JSON text as a model sent it. The text is
+    /// kept verbatim except that line breaks, which valid JSON can only hold
+    /// as insignificant whitespace, become spaces: one message stays one line.
+    pub fn from_json_text(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: &str,
+    ) -> Result<Self, FieldError> {
+        let text = arguments.replace(['\n', '\r'], " ");
+        let raw = RawValue::from_string(text)
+            .map_err(|e| FieldError::new("arguments", format!("not valid JSON: {e}")))?;
+        Ok(Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: raw,
+        })
+    }
+
     /// The arguments as a JSON tree.
     pub fn arguments_value(&self) -> serde_json::Value {
         // A RawValue is valid JSON by construction, so this cannot fail; a
@@ -129,7 +147,7 @@ impl Timestamp {
 
     /// Parses RFC 3339 UTC text.
     pub fn parse(s: &str) -> Result<Self, FieldError> {
-        humantime::parse_rfc3339_weak(s)
+        humantime::parse_rfc3339(s)
             .map(Self::from_system)
             .map_err(|_| FieldError::new("ts", format!("`{s}` is not an RFC 3339 UTC timestamp")))
     }
@@ -179,6 +197,20 @@ pub struct Message {
     pub provider: Option<String>,
 }
 
+/// [`Message`] as a person may type it: the same fields, `ts` optional.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputMessage {
+    role: Role,
+    content: String,
+    ts: Option<Timestamp>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+    provider: Option<String>,
+}
+
 /// A message that breaks the line format; `field` names the offending field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {reason}")]
@@ -193,6 +225,15 @@ impl FieldError {
             field: field.into(),
             reason: reason.into(),
         }
+    }
+}
+
+/// serde would also read a struct from a JSON array; the format is objects.
+fn require_object(line: &[u8]) -> Result<(), FieldError> {
+    if line.trim_ascii_start().first() == Some(&b'{') {
+        Ok(())
+    } else {
+        Err(FieldError::new("(json)", "a message must be a JSON object"))
     }
 }
 
@@ -211,21 +252,14 @@ fn field_error<T, E: std::fmt::Display>(
         };
         // An unknown field's path already ends with it; a missing one's
         // path is its parent.
-        let field = named("missing field `")
-            .map(|f| {
-                if path == "." {
-                    f
-                } else {
-                    format!("{path}.{f}")
-                }
-            })
-            .unwrap_or_else(|| {
-                if path == "." {
-                    "(json)".to_string()
-                } else {
-                    path
-                }
-            });
+        // `.` is the top level; `?` is where a syntax error left the parser.
+        let top = path == "." || path == "?";
+        let field = match named("missing field `").or_else(|| named("duplicate field `")) {
+            Some(f) if top => f,
+            Some(f) => format!("{path}.{f}"),
+            None if top => "(json)".to_string(),
+            None => path,
+        };
         FieldError::new(field, msg)
     })
 }
@@ -347,6 +381,13 @@ impl Message {
                     "must be a JSON object",
                 ));
             }
+            // A raw line break would split the record across lines.
+            if call.arguments.get().contains(['\n', '\r']) {
+                return Err(FieldError::new(
+                    format!("tool_calls[{i}].arguments"),
+                    "must not contain raw line breaks (build it with ToolCall::from_json_text)",
+                ));
+            }
             if self.tool_calls[..i].iter().any(|c| c.id == call.id) {
                 return Err(FieldError::new(
                     format!("tool_calls[{i}].id"),
@@ -360,6 +401,7 @@ impl Message {
     /// Parses and validates one stored line. The fast path is plain serde;
     /// only a line that fails is parsed again to name the offending field.
     pub fn from_line(line: &[u8]) -> Result<Message, FieldError> {
+        require_object(line)?;
         let m = match serde_json::from_slice::<Message>(line) {
             Ok(m) => m,
             Err(fast) => {
@@ -375,18 +417,22 @@ impl Message {
     }
 
     /// Parses a message a person or script supplies (`pincer session
-    /// append`): like [`Message::from_line`], but a missing `ts` is now.
+    /// append`): like [`Message::from_line`], but `ts` may be left out (it
+    /// is then now). The text is parsed once, straight into the message, so
+    /// arguments stay verbatim and a duplicate key is an error.
     pub fn from_input(line: &str) -> Result<Message, FieldError> {
-        let mut v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| FieldError::new("(json)", e.to_string()))?;
-        match v.as_object_mut() {
-            Some(obj) => {
-                obj.entry("ts")
-                    .or_insert_with(|| serde_json::Value::String(Timestamp::now().to_string()));
-            }
-            None => return Err(FieldError::new("(json)", "a message must be a JSON object")),
-        }
-        let m = field_error(serde_path_to_error::deserialize::<_, Message>(v))?;
+        require_object(line.as_bytes())?;
+        let de = &mut serde_json::Deserializer::from_str(line);
+        let input: InputMessage = field_error(serde_path_to_error::deserialize(de))?;
+        let m = Message {
+            role: input.role,
+            content: input.content,
+            ts: input.ts.unwrap_or_else(Timestamp::now),
+            tool_calls: input.tool_calls,
+            tool_call_id: input.tool_call_id,
+            name: input.name,
+            provider: input.provider,
+        };
         m.validate()?;
         Ok(m)
     }
@@ -489,6 +535,14 @@ mod tests {
         );
         assert_eq!(field(r#"{"role":"user","#), "(json)");
         assert_eq!(field(r#"[1,2]"#), "(json)");
+        assert_eq!(
+            field(r#"{"role":"user","content":"a","content":"b"}"#),
+            "content"
+        );
+        assert_eq!(
+            field(r#"{"role":"user","content":"x","ts":"2026-01-01 00:00:00"}"#),
+            "ts"
+        );
         assert_eq!(field(r#"{"role":"user","content":"x","ts":"soon"}"#), "ts");
         let m = Message::from_input(r#"{"role":"user","content":"x"}"#).expect("ts filled in");
         assert!(m.ts.as_millis() > 1_700_000_000_000, "{}", m.ts);
@@ -514,6 +568,30 @@ mod tests {
             Timestamp::parse("1969-12-31T23:59:59Z").map_err(|e| e.field),
             Err("ts".into())
         );
+    }
+
+    #[test]
+    fn input_keeps_arguments_verbatim_and_one_line() {
+        let m = Message::from_input(
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"a","name":"t","arguments":{"z":1,"n":12345678901234567890123}}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            m.tool_calls[0].arguments.get(),
+            r#"{"z":1,"n":12345678901234567890123}"#
+        );
+        let call = ToolCall::from_json_text("c", "t", "{\n  \"path\": \"x\"\n}").expect("valid");
+        assert!(!call.arguments.get().contains('\n'));
+        assert_eq!(call.arguments_value(), json!({"path": "x"}));
+        assert!(ToolCall::from_json_text("c", "t", "{oops").is_err());
+        let pretty = ToolCall {
+            arguments: RawValue::from_string("{\n\"a\":1}".into()).expect("raw"),
+            ..call
+        };
+        let err = Message::assistant_calls("", vec![pretty])
+            .validate()
+            .expect_err("newline");
+        assert_eq!(err.field, "tool_calls[0].arguments");
     }
 
     #[test]

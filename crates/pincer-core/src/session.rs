@@ -7,7 +7,8 @@
 //! - `KEY.jsonl` (or `KEY.N.jsonl` after the N-th compaction): one
 //!   [`Message`] per line, in the line format documented in
 //!   [`crate::message`]. Lines are only ever appended, never rewritten.
-//! - `KEY.meta.json`: `{version, file, skip, summary, torn_tail_repairs}`.
+//! - `KEY.meta.json`: `{version, file, skip, summary, torn_tail_repairs,
+//!   skip_repairs}`.
 //!   `file` names the data file in use, `skip` how many of its leading lines
 //!   are logically truncated (ST3: it only grows), `summary` the running
 //!   summary of dropped turns (CX5). A missing meta means
@@ -73,9 +74,19 @@ pub enum SessionError {
     #[error("skip {requested} is past the end of the session ({lines} lines)")]
     SkipPastEnd { requested: u64, lines: u64 },
     #[error(
-        "a previous write to session `{key}` failed and could not be rolled back; reopen the session"
+        "a previous write to session `{key}` failed, so what is on disk is uncertain; reopen the session"
     )]
     Poisoned { key: String },
+    #[error(
+        "session `{key}` changed since this view was read (file {view_file} skip {view_skip}, now {file} skip {skip}); read it again"
+    )]
+    StaleView {
+        key: String,
+        view_file: String,
+        view_skip: u64,
+        file: String,
+        skip: u64,
+    },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[cfg(test)]
@@ -132,6 +143,11 @@ pub struct Meta {
     pub summary: String,
     #[serde(default)]
     pub torn_tail_repairs: u64,
+    /// How many times a writer found `skip` past the end of the data file
+    /// (lines lost below it, e.g. a power cut with `fsync = "never"`) and
+    /// lowered it to the end so new messages are visible.
+    #[serde(default)]
+    pub skip_repairs: u64,
 }
 
 impl Meta {
@@ -142,6 +158,7 @@ impl Meta {
             skip: 0,
             summary: String::new(),
             torn_tail_repairs: 0,
+            skip_repairs: 0,
         }
     }
 
@@ -195,6 +212,9 @@ pub struct Stats {
     pub torn_tail_bytes: u64,
     /// How many torn tails writers have repaired over the session's life.
     pub torn_tail_repairs: u64,
+    /// True when meta's `skip` points past the last line on disk; the next
+    /// writer lowers it to the end (counted in meta `skip_repairs`).
+    pub skip_past_end: bool,
 }
 
 /// A consistent read of one session.
@@ -210,6 +230,19 @@ pub struct SessionView {
 }
 
 impl SessionView {
+    /// Records messages a writer just appended (see
+    /// [`AppendReceipt::first_line`]), so a long-lived owner of the session
+    /// keeps its view current without reading the file again.
+    pub fn record_appended(&mut self, batch: &[Message], first_line: u64) {
+        for (i, m) in batch.iter().enumerate() {
+            self.messages.push(m.clone());
+            self.lines.push(first_line + i as u64);
+        }
+        let end = first_line + batch.len() as u64;
+        self.stats.lines_on_disk = self.stats.lines_on_disk.max(end);
+        self.stats.live_lines = self.stats.lines_on_disk.saturating_sub(self.meta.skip);
+    }
+
     /// The messages to send to a provider: orphan tool calls left by a crash
     /// get a synthetic "interrupted" result, stray results are removed (CX7).
     /// Borrows the stored messages when they need no repair (the common
@@ -257,6 +290,9 @@ pub struct SessionInfo {
     pub skip: u64,
     /// Seconds since the Unix epoch of the data file's last change.
     pub modified_unix: u64,
+    /// Why the session could not be read, if it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The directory of sessions.
@@ -368,35 +404,49 @@ impl SessionStore {
         }
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
-            let meta = self.read_meta(&key)?.unwrap_or_else(|| Meta::initial(&key));
-            let path = self.dir.join(&meta.file);
-            let (bytes, lines, modified_unix) = match fs::read(&path) {
-                Ok(data) => {
-                    let md = fs::metadata(&path).map_err(io_err(&path))?;
-                    let modified = md
-                        .modified()
-                        .ok()
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0, |d| d.as_secs());
-                    (
-                        data.len() as u64,
-                        memchr::memchr_iter(b'\n', &data).count() as u64,
-                        modified,
-                    )
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => (0, 0, 0),
-                Err(e) => return Err(io_err(&path)(e)),
-            };
-            out.push(SessionInfo {
-                key,
-                file: meta.file,
-                bytes,
-                lines_on_disk: lines,
-                skip: meta.skip,
-                modified_unix,
-            });
+            // One broken session must not hide the others.
+            out.push(self.info(&key).unwrap_or_else(|e| SessionInfo {
+                key: key.clone(),
+                file: String::new(),
+                bytes: 0,
+                lines_on_disk: 0,
+                skip: 0,
+                modified_unix: 0,
+                error: Some(e.to_string()),
+            }));
         }
         Ok(out)
+    }
+
+    fn info(&self, key: &str) -> Result<SessionInfo> {
+        let meta = self.read_meta(key)?.unwrap_or_else(|| Meta::initial(key));
+        let path = self.dir.join(&meta.file);
+        let (bytes, lines, modified_unix) = match fs::read(&path) {
+            Ok(data) => {
+                let md = fs::metadata(&path).map_err(io_err(&path))?;
+                let modified = md
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                (
+                    data.len() as u64,
+                    memchr::memchr_iter(b'\n', &data).count() as u64,
+                    modified,
+                )
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, 0, 0),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        Ok(SessionInfo {
+            key: key.to_string(),
+            file: meta.file,
+            bytes,
+            lines_on_disk: lines,
+            skip: meta.skip,
+            modified_unix,
+            error: None,
+        })
     }
 
     /// Opens the single writer of a session, creating it if needed (ST7).
@@ -422,7 +472,9 @@ impl SessionStore {
             }
             Err(TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
         }
-        let meta = self.read_meta(key)?.unwrap_or_else(|| Meta::initial(key));
+        let stored = self.read_meta(key)?;
+        let has_meta = stored.is_some();
+        let meta = stored.unwrap_or_else(|| Meta::initial(key));
         let mut w = SessionWriter {
             store: self.clone(),
             key: key.to_string(),
@@ -436,8 +488,12 @@ impl SessionStore {
             #[cfg(test)]
             crash_at: None,
         };
-        w.remove_stale_files()?;
-        w.open_data()?;
+        if has_meta {
+            // Without a meta no compaction ever ran, so other generations
+            // are not ours to delete.
+            w.remove_stale_files()?;
+        }
+        w.open_data(has_meta)?;
         Ok(w)
     }
 }
@@ -481,6 +537,7 @@ fn parse_session(key: &str, meta: Meta, bytes: &[u8]) -> SessionView {
         unreadable,
         torn_tail_bytes,
         torn_tail_repairs: meta.torn_tail_repairs,
+        skip_past_end: meta.skip > line_no,
     };
     SessionView {
         key: key.to_string(),
@@ -532,6 +589,8 @@ impl CrashPoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendReceipt {
     pub appended: usize,
+    /// 0-based line index of the first appended message.
+    pub first_line: u64,
     /// True when the batch was fsynced before returning.
     pub durable: bool,
 }
@@ -556,8 +615,15 @@ pub struct CompactReport {
     pub new_file: String,
     pub lines_dropped: u64,
     pub lines_kept: u64,
+    /// Unreadable lines from the skipped part, carried into the new file so
+    /// they stay counted and reported instead of vanishing.
+    pub unreadable_kept: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Compaction committed, but removing the old file or syncing the
+    /// directory afterwards failed; the next writer cleans up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup_error: Option<String>,
 }
 
 /// The one writer of a session; holds its advisory lock until dropped.
@@ -637,9 +703,18 @@ impl SessionWriter {
     }
 
     /// Opens (creating) the data file and repairs a torn tail (ST4).
-    fn open_data(&mut self) -> Result<()> {
+    fn open_data(&mut self, has_meta: bool) -> Result<()> {
         let path = self.data_path();
         let created = !path.exists();
+        if created && has_meta && (self.meta.generation(&self.key) != Some(0) || self.meta.skip > 0)
+        {
+            // Meta names a file that should exist: never paper over its loss
+            // with an empty session.
+            return Err(SessionError::CorruptMeta {
+                path: self.store.meta_path(&self.key),
+                reason: format!("its data file `{}` is missing", self.meta.file),
+            });
+        }
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -656,23 +731,44 @@ impl SessionWriter {
             // The torn line was never acknowledged: its append did not return.
             file.set_len(complete).map_err(io_err(&path))?;
             file.sync_all().map_err(io_err(&path))?;
-            self.meta.torn_tail_repairs += 1;
-            self.write_meta(&self.meta.clone())?;
+            let meta = Meta {
+                torn_tail_repairs: self.meta.torn_tail_repairs + 1,
+                ..self.meta.clone()
+            };
+            self.write_meta(&meta)?;
+            self.meta = meta;
         }
         self.lines = memchr::memchr_iter(b'\n', &bytes[..complete as usize]).count() as u64;
         self.bytes = complete;
         self.data = Some(file);
+        if self.meta.skip > self.lines {
+            // Lines below skip were lost (the data file lost its tail after
+            // meta was written): keep skip at the end so nothing new hides.
+            let meta = Meta {
+                skip: self.lines,
+                skip_repairs: self.meta.skip_repairs + 1,
+                ..self.meta.clone()
+            };
+            self.write_meta(&meta)?;
+            self.meta = meta;
+        }
         Ok(())
     }
 
-    fn write_meta(&self, meta: &Meta) -> Result<()> {
+    /// Replaces meta atomically. A failure leaves it unknown whether the new
+    /// meta is on disk, so the writer is poisoned rather than trusting its
+    /// in-memory copy (a stale copy could let skip go backwards).
+    fn write_meta(&mut self, meta: &Meta) -> Result<()> {
         let path = self.store.meta_path(&self.key);
         let mut bytes = serde_json::to_vec_pretty(meta).map_err(|e| SessionError::Io {
             path: path.clone(),
             source: io::Error::other(e),
         })?;
         bytes.push(b'\n');
-        write_atomic(&path, &bytes).map_err(io_err(&path))
+        write_atomic(&path, &bytes).map_err(|e| {
+            self.poisoned = true;
+            io_err(&path)(e)
+        })
     }
 
     fn file(&mut self) -> Result<&mut File> {
@@ -705,9 +801,11 @@ impl SessionWriter {
         if batch.is_empty() {
             return Ok(AppendReceipt {
                 appended: 0,
+                first_line: self.lines,
                 durable: !self.unsynced,
             });
         }
+        let first_line = self.lines;
         let path = self.data_path();
         let before = self.bytes;
         let file = self.file()?;
@@ -733,6 +831,7 @@ impl SessionWriter {
         }
         Ok(AppendReceipt {
             appended: batch.len(),
+            first_line,
             durable: sync_now,
         })
     }
@@ -743,9 +842,47 @@ impl SessionWriter {
             return Ok(());
         }
         let path = self.data_path();
-        self.file()?.sync_data().map_err(io_err(&path))?;
+        if let Err(e) = self.file()?.sync_data() {
+            // Linux reports a writeback error once: a later fsync may
+            // succeed although these pages are gone. Never say durable again.
+            self.poisoned = true;
+            return Err(io_err(&path)(e));
+        }
         self.unsynced = false;
         Ok(())
+    }
+
+    /// When the session ends with an assistant tool call that has no result
+    /// (the process died mid-tool), appends a synthetic "interrupted" result
+    /// for each such call, so the file itself is valid again, not only the
+    /// repaired view (CX7, AG2). `view` must be this writer's current view;
+    /// it is updated. Returns the call ids closed.
+    pub fn close_interrupted_calls(&mut self, view: &mut SessionView) -> Result<Vec<String>> {
+        let Some(at) = view
+            .messages
+            .iter()
+            .rposition(|m| m.role != Role::Tool)
+            .filter(|&i| !view.messages[i].tool_calls.is_empty())
+        else {
+            return Ok(Vec::new());
+        };
+        let answered: Vec<&str> = view.messages[at + 1..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect();
+        let closing: Vec<Message> = view.messages[at]
+            .tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .map(|c| Message::tool_result(c.id.clone(), c.name.clone(), trim::INTERRUPTED_RESULT))
+            .collect();
+        if closing.is_empty() {
+            return Ok(Vec::new());
+        }
+        let receipt = self.append(&closing)?;
+        self.sync()?;
+        view.record_appended(&closing, receipt.first_line);
+        Ok(closing.into_iter().filter_map(|m| m.tool_call_id).collect())
     }
 
     /// Reads the session as this writer sees it.
@@ -768,6 +905,9 @@ impl SessionWriter {
                 lines: self.lines,
             });
         }
+        // The lines below the new skip must be on disk before meta says so.
+        self.sync()?;
+        self.file()?;
         let meta = Meta {
             skip,
             summary,
@@ -787,6 +927,18 @@ impl SessionWriter {
         context: &[Message],
         trimmed: &Trimmed,
     ) -> Result<TrimReport> {
+        if view.meta.file != self.meta.file
+            || view.meta.skip != self.meta.skip
+            || view.stats.lines_on_disk > self.lines
+        {
+            return Err(SessionError::StaleView {
+                key: self.key.clone(),
+                view_file: view.meta.file.clone(),
+                view_skip: view.meta.skip,
+                file: self.meta.file.clone(),
+                skip: self.meta.skip,
+            });
+        }
         let skip_before = self.meta.skip;
         let skip = view
             .skip_for_context_prefix(context, trimmed.dropped_messages)
@@ -825,7 +977,24 @@ impl SessionWriter {
         let bytes = fs::read(&old_path).map_err(io_err(&old_path))?;
         let complete = (self.bytes as usize).min(bytes.len());
         let live_start = nth_line_start(&bytes[..complete], self.meta.skip);
+        // Unreadable lines are evidence (a newer pincer's format, a bad
+        // edit): they are never dropped silently, skipped or not.
+        let mut carried = Vec::new();
+        let mut unreadable_kept = 0u64;
+        for line in bytes[..live_start].split_inclusive(|b| *b == b'\n') {
+            if Message::from_line(line.strip_suffix(b"\n").unwrap_or(line)).is_err() {
+                carried.extend_from_slice(line);
+                unreadable_kept += 1;
+            }
+        }
         let live = &bytes[live_start..complete];
+        let lines_kept =
+            self.lines
+                .checked_sub(self.meta.skip)
+                .ok_or(SessionError::SkipPastEnd {
+                    requested: self.meta.skip,
+                    lines: self.lines,
+                })?;
         let generation = self.meta.generation(&self.key).unwrap_or(0) + 1;
         let new_file = data_file_name(&self.key, generation);
         let new_path = self.store.dir.join(&new_file);
@@ -839,6 +1008,7 @@ impl SessionWriter {
             .map_err(io_err(&new_path))?;
         // A stray from an earlier crashed compaction may exist; start empty.
         f.set_len(0).map_err(io_err(&new_path))?;
+        f.write_all(&carried).map_err(io_err(&new_path))?;
         f.write_all(live).map_err(io_err(&new_path))?;
         self.point(CrashPoint::NewFileWritten)?;
         f.sync_all().map_err(io_err(&new_path))?;
@@ -871,25 +1041,42 @@ impl SessionWriter {
         self.point(CrashPoint::MetaTempWritten)?;
         fs::rename(&meta_tmp, &meta_path).map_err(io_err(&meta_path))?;
         // Committed: from here on, the session is the new file.
-        let report = CompactReport {
+        let bytes_after = (carried.len() + live.len()) as u64;
+        let mut report = CompactReport {
             old_file,
             new_file,
-            lines_dropped: self.meta.skip,
-            lines_kept: self.lines - self.meta.skip,
+            lines_dropped: self.meta.skip - unreadable_kept,
+            lines_kept,
+            unreadable_kept,
             bytes_before: self.bytes,
-            bytes_after: live.len() as u64,
+            bytes_after,
+            cleanup_error: None,
         };
-        self.lines -= self.meta.skip;
-        self.bytes = live.len() as u64;
+        self.lines = lines_kept + unreadable_kept;
+        self.bytes = bytes_after;
         self.meta = meta;
         self.data = Some(f);
         self.point(CrashPoint::MetaRenamed)?;
-        sync_dir(self.dir()).map_err(io_err(self.dir()))?;
-        self.point(CrashPoint::MetaSynced)?;
-        fs::remove_file(&old_path).map_err(io_err(&old_path))?;
-        sync_dir(self.dir()).map_err(io_err(self.dir()))?;
+        // Past the commit point a failure does not undo the compaction; it
+        // is reported, and the next writer removes the stray old file.
+        match self.finish_compaction(&old_path) {
+            Ok(()) => {}
+            #[cfg(test)]
+            Err(e @ SessionError::InjectedCrash(_)) => return Err(e),
+            Err(e) => report.cleanup_error = Some(e.to_string()),
+        }
         self.point(CrashPoint::OldFileDeleted)?;
         Ok(report)
+    }
+}
+
+impl SessionWriter {
+    /// The steps after compaction's commit point.
+    fn finish_compaction(&self, old_path: &Path) -> Result<()> {
+        sync_dir(self.dir()).map_err(io_err(self.dir()))?;
+        self.point(CrashPoint::MetaSynced)?;
+        fs::remove_file(old_path).map_err(io_err(old_path))?;
+        sync_dir(self.dir()).map_err(io_err(self.dir()))
     }
 }
 

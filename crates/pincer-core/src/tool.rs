@@ -48,7 +48,10 @@ pub trait Tool: Send + Sync {
     /// classified at the tool's highest risk.
     fn risk(&self, args: &serde_json::Value) -> Risk;
     /// Runs the call. The returned text is the tool result the model sees.
-    fn execute<'a>(&'a self, args: &'a serde_json::Value) -> BoxFuture<'a, Result<String, ToolError>>;
+    fn execute<'a>(
+        &'a self,
+        args: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<String, ToolError>>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

@@ -9,8 +9,12 @@
 //! - A **turn** ([`turns`]) starts at each [`Role::User`] message and runs to
 //!   the next one: the user message, every model iteration, tool call and tool
 //!   result, and the final reply (CX2). Messages before the first user message
-//!   (a stored system prompt, a stray reply) form a leading turn of their own.
+//!   (a stray reply, a stored system notice) form a leading turn of their own.
 //!   The last turn is the **current turn**.
+//! - The **system prompt is never stored in a session**: the agent rebuilds
+//!   it for every request and counts it in `pinned_tokens` (CX4), so it can
+//!   never be trimmed. A `system` message that *is* in a session is history
+//!   (a notice), trimmed with its turn like any other message.
 //! - The **request cost** of a candidate is `pinned_tokens + tokens(summary) +
 //!   Σ tokens(kept messages) + tool_def_tokens + output_reserve`; a candidate
 //!   fits when its cost is at most `context_window` (CX1, CX4). Tokens are
@@ -704,7 +708,7 @@ pub fn repair_orphans(msgs: Vec<Message>) -> (Vec<Message>, RepairReport) {
 /// True when [`repair_orphans`] has nothing to do: every tool call is
 /// followed by exactly one result for each of its ids, and there is no other
 /// tool message.
-pub(crate) fn is_repaired(msgs: &[Message]) -> bool {
+pub fn is_repaired(msgs: &[Message]) -> bool {
     let mut i = 0;
     while i < msgs.len() {
         let m = &msgs[i];

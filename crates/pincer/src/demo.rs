@@ -190,8 +190,13 @@ fn story(home: &Path) -> Result<Vec<Step>> {
     ])?;
     drop(w);
     let view = store.read(key)?;
-    let (context, repair) = view.context();
-    let last = context
+    let (_, repair) = view.context();
+    let mut w = store.writer(key)?;
+    let mut view = w.view()?;
+    let closed = w.close_interrupted_calls(&mut view)?;
+    drop(w);
+    let last = view
+        .messages
         .last()
         .map(|m| m.content.clone())
         .unwrap_or_default();
@@ -199,13 +204,15 @@ fn story(home: &Path) -> Result<Vec<Step>> {
         title: "A crash while a tool call was in flight leaves a call with no result".into(),
         lines: vec![
             format!(
-                "loading repairs it: {} synthetic result(s) for {:?}, so a provider never sees an orphan call",
+                "a reader repairs it in memory: {} synthetic result(s) for {:?}, so a provider never sees an orphan call",
                 repair.synthetic_results.len(),
                 repair.synthetic_results
             ),
-            format!("the synthetic result says: {last}"),
+            format!(
+                "the next writer closes it on disk too ({closed:?}); the result says: {last}"
+            ),
         ],
-        data: json!({ "synthetic_results": repair.synthetic_results }),
+        data: json!({ "synthetic_results": repair.synthetic_results, "closed_on_disk": closed }),
     });
 
     // 4. Trim to a small window.
@@ -218,8 +225,8 @@ fn story(home: &Path) -> Result<Vec<Step>> {
     let live_before = view.messages.len();
     let report = trim_session(&store, key, budget, &counter, 600)?;
     let after = store.read(key)?;
-    let (context, _) = after.context();
-    let orphans = orphan_count(&context);
+    // Checked on the stored lines themselves, not on a repaired copy.
+    let orphans = usize::from(!trim::is_repaired(&after.messages));
     let summary_lines: Vec<String> = after
         .meta
         .summary
@@ -240,7 +247,7 @@ fn story(home: &Path) -> Result<Vec<Step>> {
             report.tokens_before,
             report.tokens_after
         ),
-        format!("tool calls without their result after trimming: {orphans}"),
+        format!("stored messages with a tool call split from its result: {orphans}"),
         "dropped turns are folded into the session's running summary:".into(),
     ];
     lines.extend(summary_lines.iter().map(|l| format!("  {l}")));
@@ -316,10 +323,4 @@ fn story(home: &Path) -> Result<Vec<Step>> {
         data: json!({ "shortened": [shortened.0, shortened.1], "overflow_error": overflow }),
     });
     Ok(steps)
-}
-
-/// Tool calls with no result right after them, and results with no call.
-fn orphan_count(msgs: &[Message]) -> usize {
-    let (_, repair) = trim::repair_orphans(msgs.to_vec());
-    repair.synthetic_results.len() + repair.removed_orphan_results
 }

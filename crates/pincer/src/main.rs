@@ -58,7 +58,10 @@ pub struct Ctx {
 }
 
 fn default_home() -> Result<PathBuf> {
-    if let Some(h) = std::env::var_os("PINCER_HOME").filter(|h| !h.is_empty()) {
+    if let Some(h) = std::env::var_os("PINCER_HOME") {
+        if h.is_empty() {
+            anyhow::bail!("PINCER_HOME is set but empty; unset it or name a directory");
+        }
         return Ok(PathBuf::from(h));
     }
     let home = std::env::var_os("HOME")

@@ -53,6 +53,10 @@ pub enum SessionCmd {
     },
 }
 
+/// Flags in tokens above this are typos, not context windows; keeping them
+/// bounded also keeps every sum of them far from overflow.
+const MAX_TOKENS: usize = 100_000_000;
+
 pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
     let store = SessionStore::open(ctx.home.sessions_dir(), ctx.config.session.fsync)?;
     match cmd {
@@ -67,6 +71,17 @@ pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
             json,
         } => {
             let output_reserve = output_reserve.unwrap_or(ctx.config.context.output_reserve);
+            for (flag, v) in [
+                ("--budget", budget),
+                ("--tool-def-tokens", tool_def_tokens),
+                ("--output-reserve", output_reserve),
+            ] {
+                if v > MAX_TOKENS {
+                    bail!(
+                        "{flag} {v} is more than {MAX_TOKENS} tokens, larger than any model's window"
+                    );
+                }
+            }
             if output_reserve + tool_def_tokens >= budget {
                 bail!(
                     "--budget {budget} leaves no room for messages after --output-reserve \
@@ -168,12 +183,12 @@ fn list(store: &SessionStore, json: bool) -> Result<ExitCode> {
 
 fn show(store: &SessionStore, key: &str, json: bool) -> Result<ExitCode> {
     let view = store.read(key)?;
-    let (context, repair) = view.context();
+    let (_, repair) = view.context();
     if json {
         println!("{}", show_json(&view, &repair));
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", render_show(&view, &context, &repair));
+    print!("{}", render_show(&view, &repair));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -190,8 +205,18 @@ pub fn show_json(view: &SessionView, repair: &RepairReport) -> serde_json::Value
     })
 }
 
+/// One line of terminal-safe text: a newline shows as ⏎ and other control
+/// characters (an ESC sequence in a web page a tool fetched) are escaped, so
+/// stored content can never drive the terminal.
 fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { '⏎' } else { c }).collect();
+    let flat: String = s
+        .chars()
+        .flat_map(|c| match c {
+            '\n' => vec!['⏎'],
+            c if c.is_control() => c.escape_default().collect(),
+            c => vec![c],
+        })
+        .collect();
     if flat.chars().count() <= max {
         flat
     } else {
@@ -200,7 +225,9 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-pub fn render_show(view: &SessionView, context: &[Message], repair: &RepairReport) -> String {
+/// The stored messages and what is on disk; `repair` says what loading
+/// would add or leave out before sending them to a model.
+pub fn render_show(view: &SessionView, repair: &RepairReport) -> String {
     use std::fmt::Write as _;
     let st = &view.stats;
     let mut out = String::new();
@@ -234,10 +261,16 @@ pub fn render_show(view: &SessionView, context: &[Message], repair: &RepairRepor
         "torn tail: {torn}  (repaired before: {})",
         st.torn_tail_repairs
     );
+    if st.skip_past_end {
+        let _ = writeln!(
+            out,
+            "skip points past the end of the file (lines were lost); the next writer resets it"
+        );
+    }
     if !repair.is_clean() {
         let _ = writeln!(
             out,
-            "repaired on load: {} interrupted tool call(s) given a synthetic result, {} stray result(s) left out",
+            "on load: {} interrupted tool call(s) get a synthetic result, {} stray result(s) are left out",
             repair.synthetic_results.len(),
             repair.removed_orphan_results
         );
@@ -249,7 +282,7 @@ pub fn render_show(view: &SessionView, context: &[Message], repair: &RepairRepor
         }
     }
     let _ = writeln!(out, "--- messages ---");
-    for m in context {
+    for m in &view.messages {
         let _ = match m.role {
             Role::Assistant if !m.tool_calls.is_empty() => {
                 let calls: Vec<String> = m
@@ -273,13 +306,17 @@ pub fn render_show(view: &SessionView, context: &[Message], repair: &RepairRepor
 }
 
 fn append(store: &SessionStore, key: &str, json: bool) -> Result<ExitCode> {
-    let mut input = String::new();
+    let mut input = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut input)
-        .context("cannot read stdin (messages must be UTF-8 JSON lines)")?;
+        .read_to_end(&mut input)
+        .context("cannot read stdin")?;
     let mut batch = Vec::new();
     let mut errors = Vec::new();
-    for (i, line) in input.lines().enumerate() {
+    for (i, line) in input.split(|b| *b == b'\n').enumerate() {
+        let Ok(line) = std::str::from_utf8(line) else {
+            errors.push(format!("stdin line {}: not UTF-8 text", i + 1));
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }

@@ -56,6 +56,7 @@ fn append_then_read_round_trips() {
         r,
         AppendReceipt {
             appended: 12,
+            first_line: 0,
             durable: true
         }
     );
@@ -461,4 +462,174 @@ proptest! {
         prop_assert!(v.stats.unreadable.is_empty());
         prop_assert_eq!(v.stats.torn_tail_bytes, 0);
     }
+}
+
+#[test]
+fn an_interrupted_tool_call_is_closed_on_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = s.writer("i").expect("writer");
+    let mut msgs = turn(0);
+    msgs.push(Message::user("again"));
+    msgs.push(Message::assistant_calls(
+        "",
+        vec![
+            ToolCall::new("a", "t", &json!({})),
+            ToolCall::new("b", "t", &json!({})),
+        ],
+    ));
+    msgs.push(Message::tool_result("a", "t", "done"));
+    w.append(&msgs).expect("append");
+    drop(w); // the crash
+
+    let mut w = s.writer("i").expect("writer");
+    let mut view = w.view().expect("view");
+    assert!(!trim::is_repaired(&view.messages));
+    let closed = w.close_interrupted_calls(&mut view).expect("close");
+    assert_eq!(closed, ["b"]);
+    let on_disk = s.read("i").expect("read").messages;
+    assert!(
+        trim::is_repaired(&on_disk),
+        "the file itself is valid again"
+    );
+    assert_eq!(on_disk, view.messages, "the view was kept current");
+    assert_eq!(
+        on_disk.last().map(|m| m.content.as_str()),
+        Some(trim::INTERRUPTED_RESULT)
+    );
+    assert!(
+        w.close_interrupted_calls(&mut view)
+            .expect("again")
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_stale_view_cannot_move_skip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = s.writer("v").expect("writer");
+    w.append(&(0..8).flat_map(turn).collect::<Vec<_>>())
+        .expect("append");
+    let old = w.view().expect("view");
+    w.set_skip(24, String::new()).expect("skip");
+    w.compact().expect("compact");
+    let (context, _) = old.context();
+    let counter = CharRatio::default();
+    let trimmed = trim::trim(
+        &TrimInput {
+            messages: &context,
+            summary: "",
+            summary_max_chars: 100,
+            budget: Budget {
+                context_window: 400,
+                tool_def_tokens: 0,
+                output_reserve: 100,
+                pinned_tokens: 0,
+            },
+        },
+        &counter,
+    )
+    .expect("trim");
+    let err = w.apply_trim(&old, &context, &trimmed).expect_err("stale");
+    assert!(matches!(err, SessionError::StaleView { .. }), "{err}");
+    assert_eq!(
+        s.read("v").expect("read").messages.len(),
+        8,
+        "nothing was dropped"
+    );
+}
+
+#[test]
+fn skip_past_the_end_is_reported_then_repaired() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = s.writer("p").expect("writer");
+    w.append(&turn(0)).expect("append");
+    drop(w);
+    // As after a power cut with fsync = "never": meta survived, lines did not.
+    fs::write(
+        s.meta_path("p"),
+        r#"{"version":1,"file":"p.jsonl","skip":9,"summary":""}"#,
+    )
+    .expect("meta");
+    let v = s.read("p").expect("read");
+    assert!(v.stats.skip_past_end);
+    let mut w = s.writer("p").expect("writer");
+    w.append(&[Message::user("visible")]).expect("append");
+    w.set_skip(4, String::new())
+        .expect("skip is not stuck past the end");
+    let v = s.read("p").expect("read");
+    assert!(!v.stats.skip_past_end);
+    assert_eq!(contents(&v.messages), ["visible"]);
+    assert_eq!(v.meta.skip_repairs, 1);
+    w.compact().expect("compaction does not underflow");
+}
+
+#[test]
+fn a_missing_data_file_is_an_error_not_an_empty_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = session_for_compaction(&s, 4, 2);
+    w.compact().expect("compact");
+    drop(w);
+    fs::remove_file(s.dir().join("c.1.jsonl")).expect("rm");
+    let err = s.writer("c").expect_err("missing file");
+    assert!(err.to_string().contains("c.1.jsonl"), "{err}");
+    assert!(!s.dir().join("c.1.jsonl").exists(), "not recreated empty");
+}
+
+#[test]
+fn compaction_carries_unreadable_skipped_lines_forward() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = s.writer("u").expect("writer");
+    w.append(&turn(0)).expect("append");
+    drop(w);
+    append_raw(&data_path(&s, "u"), b"{\"from\":\"a newer pincer\"}\n");
+    let mut w = s.writer("u").expect("writer");
+    w.append(&(1..4).flat_map(turn).collect::<Vec<_>>())
+        .expect("append");
+    w.set_skip(9, String::new())
+        .expect("skip past the bad line");
+    let before = s.read("u").expect("read").messages;
+    let r = w.compact().expect("compact");
+    assert_eq!(r.unreadable_kept, 1);
+    let after = s.read("u").expect("read");
+    assert_eq!(after.messages, before);
+    assert_eq!(after.stats.unreadable.len(), 1);
+    assert_eq!(after.stats.unreadable[0].line, 1);
+    let raw = fs::read_to_string(data_path(&s, "u")).expect("raw");
+    assert!(raw.starts_with("{\"from\":\"a newer pincer\"}\n"), "{raw}");
+}
+
+#[test]
+fn readers_never_fail_while_a_writer_compacts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = s.writer("r").expect("writer");
+    w.append(&turn(0)).expect("append");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let s = s.clone();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let v = s.read("r").expect("a read during compaction");
+                assert_eq!(v.messages.first().map(|m| m.role), Some(Role::User));
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 1..40 {
+        w.append(&turn(i)).expect("append");
+        let lines = w.view().expect("view").stats.lines_on_disk;
+        w.set_skip(lines - 4, String::new()).expect("skip");
+        w.compact().expect("compact");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().expect("reader thread");
+    assert!(reads > 0);
 }

@@ -95,13 +95,14 @@ fn demo_runs_on_embedded_defaults() {
     let out = ok(pincer(home.path(), &["demo"], ""));
     assert!(out.contains("torn tail"), "{out}");
     assert!(
-        out.contains("tool calls without their result after trimming: 0"),
+        out.contains("stored messages with a tool call split from its result: 0"),
         "{out}"
     );
     let doc = json(&ok(pincer(home.path(), &["demo", "--json"], "")));
     let steps = doc["steps"].as_array().expect("steps");
     assert_eq!(steps.len(), 5);
     assert_eq!(steps[1]["data"]["unreadable_after"], 0);
+    assert_eq!(steps[2]["data"]["closed_on_disk"][0], "call_14");
     assert_eq!(steps[3]["data"]["orphans_after"], 0);
     assert!(
         steps[3]["data"]["report"]["dropped_turns"]
@@ -119,4 +120,15 @@ fn demo_runs_on_embedded_defaults() {
     assert_eq!(std::fs::read_dir(home.path()).expect("ls").count(), 0);
     let tmp = doc["home"].as_str().expect("home");
     assert!(!std::path::Path::new(tmp).exists(), "{tmp} left behind");
+}
+
+#[test]
+fn an_empty_pincer_home_is_an_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(["session", "list"])
+        .env("PINCER_HOME", "")
+        .output()
+        .expect("run");
+    let err = fails(out);
+    assert!(err.contains("PINCER_HOME is set but empty"), "{err}");
 }
