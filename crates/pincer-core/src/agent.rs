@@ -1,0 +1,555 @@
+//! The agent loop (DESIGN AG1–AG2): model → tool calls → results → model,
+//! until a final reply or `max_tool_iterations`.
+//!
+//! Order of every step, and why:
+//!
+//! 1. A turn that was cancelled last time (its future dropped) left this
+//!    in-memory view behind the file: reload it, and close any tool call left
+//!    without a result on disk (CX7, AG2).
+//! 2. The user message is appended and fsynced before anything else
+//!    happens (ST6: durable before it is acknowledged).
+//! 3. Each model request is trimmed first (CX); a trim that drops turns is
+//!    persisted (skip + summary) before the request goes out.
+//! 4. The model's reply is persisted before any tool it asks for runs, and
+//!    the results are persisted before the model sees them. A crash anywhere
+//!    leaves a session that loads into a valid request.
+//! 5. Every tool call passes [`policy::decide`]; approvals are asked one at a
+//!    time, then the approved calls of one model reply run in parallel.
+//!
+//! The loop never prints: it reports [`AgentEvent`]s to a callback, and the
+//! front-end (CLI, gateway) renders them.
+
+use crate::config::Autonomy;
+use crate::message::{Message, ToolCall};
+use crate::policy::{self, Decision};
+use crate::provider::{BoxFuture, ChatRequest, Provider, ProviderError, ToolSpec, Usage};
+use crate::session::{SessionError, SessionStore, SessionView, SessionWriter};
+use crate::tool::{Risk, Tool, ToolError};
+use crate::trim::{self, Budget, CharRatio, TokenCounter, TrimError, TrimInput};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything the loop needs that is not a collaborator.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    /// The system prompt, skills included; the running summary is added per
+    /// request. Never stored in the session.
+    pub system_prompt: String,
+    pub max_tool_iterations: usize,
+    pub context_window: usize,
+    pub output_reserve: usize,
+    pub summary_max_chars: usize,
+    pub chars_per_token: f64,
+    pub autonomy: Autonomy,
+    pub approval_timeout: Duration,
+}
+
+/// What happened, for a front-end to render. Serialised as one JSON object
+/// per event with an `event` field (`pincer agent --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    TurnStarted {
+        session: String,
+    },
+    /// A crash or cancellation had left tool calls without results; they
+    /// were given a synthetic "interrupted" result on disk.
+    Repaired {
+        closed_calls: Vec<String>,
+    },
+    Trimmed {
+        dropped_turns: usize,
+        tokens_before: usize,
+        tokens_after: usize,
+    },
+    TextDelta {
+        text: String,
+    },
+    ModelReplied {
+        provider: String,
+        model: String,
+        usage: Option<Usage>,
+        tool_calls: usize,
+    },
+    ApprovalNeeded {
+        id: String,
+        name: String,
+        risk: Risk,
+    },
+    ToolCallStarted {
+        id: String,
+        name: String,
+        arguments: serde_json::Value,
+        risk: Risk,
+    },
+    ToolCallFinished {
+        id: String,
+        name: String,
+        status: ToolStatus,
+        /// The first characters of the result the model sees.
+        preview: String,
+    },
+    TurnDone {
+        reply: String,
+        iterations: usize,
+        stop: StopReason,
+    },
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    /// The tool failed; its error went back to the model.
+    Error,
+    /// The policy refused it.
+    Blocked,
+    /// A person (or the approval timeout) said no.
+    Denied,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    FinalReply,
+    MaxToolIterations,
+}
+
+/// One call waiting for a person's yes or no (PO4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub risk: Risk,
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    Approved,
+    Denied(String),
+}
+
+/// Asks a person (terminal prompt, web queue, chat button).
+pub trait Approver: Send + Sync {
+    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer>;
+}
+
+/// An approver with nobody behind it: every request is denied, saying why.
+#[derive(Debug, Clone)]
+pub struct DenyAll(pub String);
+
+impl Approver for DenyAll {
+    fn approve<'a>(&'a self, _req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(async move { ApprovalAnswer::Denied(self.0.clone()) })
+    }
+}
+
+/// A failed turn. The session stays valid in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Trim(#[from] TrimError),
+    #[error("tool `{tool}` failed fatally: {message}")]
+    ToolFatal { tool: String, message: String },
+}
+
+/// What a finished turn produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub reply: String,
+    pub iterations: usize,
+    pub stop: StopReason,
+}
+
+/// An open session owned by one agent: the single writer plus an in-memory
+/// view kept current as messages are appended, so a turn never re-reads a
+/// long file.
+#[derive(Debug)]
+pub struct Conversation {
+    writer: SessionWriter,
+    view: SessionView,
+    /// True while a turn is in flight; still true at the next turn means the
+    /// last one was cancelled and the view must be reloaded.
+    in_flight: bool,
+}
+
+impl Conversation {
+    pub fn open(store: &SessionStore, key: &str) -> Result<Self, SessionError> {
+        let writer = store.writer(key)?;
+        let view = writer.view()?;
+        Ok(Self {
+            writer,
+            view,
+            in_flight: false,
+        })
+    }
+
+    pub fn key(&self) -> &str {
+        self.writer.key()
+    }
+
+    /// The stored live messages.
+    pub fn messages(&self) -> &[Message] {
+        &self.view.messages
+    }
+
+    pub fn summary(&self) -> &str {
+        &self.view.meta.summary
+    }
+
+    fn append(&mut self, batch: &[Message]) -> Result<(), SessionError> {
+        let receipt = self.writer.append(batch)?;
+        self.view.record_appended(batch, receipt.first_line);
+        Ok(())
+    }
+}
+
+/// Tool results longer than this are shown to the front-end cut (the model
+/// gets the whole result).
+const PREVIEW_CHARS: usize = 200;
+
+/// The agent: a provider, tools, an approver and settings.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+    tool_def_tokens: usize,
+    approver: Arc<dyn Approver>,
+    settings: AgentSettings,
+    counter: CharRatio,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field(
+                "tools",
+                &self.specs.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: Vec<Arc<dyn Tool>>,
+        approver: Arc<dyn Approver>,
+        settings: AgentSettings,
+    ) -> Self {
+        let counter = CharRatio::new(settings.chars_per_token);
+        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+        let tool_def_tokens = specs
+            .iter()
+            .map(|s| {
+                counter.text_tokens(&s.name)
+                    + counter.text_tokens(&s.description)
+                    + counter.text_tokens(&s.parameters.to_string())
+            })
+            .sum();
+        Self {
+            provider,
+            tools,
+            specs,
+            tool_def_tokens,
+            approver,
+            settings,
+            counter,
+        }
+    }
+
+    pub fn tool_specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// Runs one user turn to its end. Dropping the future cancels it; the
+    /// session stays valid and the next turn repairs what was cut short.
+    pub async fn run_turn(
+        &mut self,
+        conv: &mut Conversation,
+        user_text: &str,
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> Result<TurnOutcome, AgentError> {
+        if conv.in_flight {
+            conv.view = conv.writer.view()?;
+        }
+        conv.in_flight = true;
+        on_event(AgentEvent::TurnStarted {
+            session: conv.key().to_string(),
+        });
+        let closed = conv.writer.close_interrupted_calls(&mut conv.view)?;
+        if !closed.is_empty() {
+            on_event(AgentEvent::Repaired {
+                closed_calls: closed,
+            });
+        }
+        conv.append(&[Message::user(user_text)])?;
+        conv.writer.sync()?;
+
+        for iteration in 1..=self.settings.max_tool_iterations {
+            let request = self.request(conv, on_event)?;
+            let estimated_input: usize = self.counter.text_tokens(&request.system)
+                + request
+                    .messages
+                    .iter()
+                    .map(|m| self.counter.message_tokens(m))
+                    .sum::<usize>()
+                + self.tool_def_tokens;
+            let on_text = |t: &str| {
+                on_event(AgentEvent::TextDelta {
+                    text: t.to_string(),
+                })
+            };
+            let response = self.provider.chat(&request, &on_text).await?;
+            if let Some(u) = response.usage {
+                // CX6: learn the real chars-per-token from what the provider counted.
+                let chars = (estimated_input as f64 * self.counter.chars_per_token()) as usize;
+                self.counter
+                    .calibrate(chars, usize::try_from(u.input_tokens).unwrap_or(usize::MAX));
+            }
+            on_event(AgentEvent::ModelReplied {
+                provider: response.provider.clone(),
+                model: response.model.clone(),
+                usage: response.usage,
+                tool_calls: response.tool_calls.len(),
+            });
+            let mut reply = Message::assistant_calls(response.content, response.tool_calls);
+            reply.provider = Some(response.provider);
+            conv.append(std::slice::from_ref(&reply))?;
+            if reply.tool_calls.is_empty() {
+                conv.in_flight = false;
+                let outcome = TurnOutcome {
+                    reply: reply.content,
+                    iterations: iteration,
+                    stop: StopReason::FinalReply,
+                };
+                on_event(AgentEvent::TurnDone {
+                    reply: outcome.reply.clone(),
+                    iterations: iteration,
+                    stop: outcome.stop,
+                });
+                return Ok(outcome);
+            }
+            let (results, fatal) = self.run_calls(&reply.tool_calls, on_event).await;
+            conv.append(&results)?;
+            if let Some((tool, message)) = fatal {
+                conv.writer.sync()?;
+                conv.in_flight = false;
+                return Err(AgentError::ToolFatal { tool, message });
+            }
+        }
+        let text = format!(
+            "[pincer stopped this turn after {} tool iterations without a final answer; \
+             raise [agent] max_tool_iterations or ask again]",
+            self.settings.max_tool_iterations
+        );
+        conv.append(&[Message::assistant(text.clone())])?;
+        conv.in_flight = false;
+        on_event(AgentEvent::TurnDone {
+            reply: text.clone(),
+            iterations: self.settings.max_tool_iterations,
+            stop: StopReason::MaxToolIterations,
+        });
+        Ok(TurnOutcome {
+            reply: text,
+            iterations: self.settings.max_tool_iterations,
+            stop: StopReason::MaxToolIterations,
+        })
+    }
+
+    /// Trims the conversation to the budget (persisting a trim that drops
+    /// turns) and builds the request.
+    fn request(
+        &self,
+        conv: &mut Conversation,
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> Result<ChatRequest, AgentError> {
+        let budget = Budget {
+            context_window: self.settings.context_window,
+            tool_def_tokens: self.tool_def_tokens,
+            output_reserve: self.settings.output_reserve,
+            pinned_tokens: self.counter.text_tokens(&self.settings.system_prompt)
+                + SUMMARY_HEADER_TOKENS,
+        };
+        let (context, _) = conv.view.context();
+        let trimmed = trim::trim(
+            &TrimInput {
+                messages: &context,
+                summary: &conv.view.meta.summary,
+                summary_max_chars: self.settings.summary_max_chars,
+                budget,
+            },
+            &self.counter,
+        )?;
+        if trimmed.dropped_turns > 0 {
+            let view = conv.view.clone();
+            conv.writer.apply_trim(&view, &context, &trimmed)?;
+            // Skip moved (and the file may have been compacted): re-read once.
+            conv.view = conv.writer.view()?;
+            on_event(AgentEvent::Trimmed {
+                dropped_turns: trimmed.dropped_turns,
+                tokens_before: trimmed.tokens_before,
+                tokens_after: trimmed.tokens_after,
+            });
+        }
+        let mut system = self.settings.system_prompt.clone();
+        if !trimmed.summary.is_empty() {
+            system.push_str("\n\n# Earlier in this conversation (summary of dropped turns)\n");
+            system.push_str(&trimmed.summary);
+        }
+        Ok(ChatRequest {
+            system,
+            // A system notice stored in the session is history, not an
+            // instruction; providers get the system prompt separately.
+            messages: trimmed
+                .messages
+                .into_iter()
+                .filter(|m| m.role != crate::message::Role::System)
+                .collect(),
+            tools: self.specs.clone(),
+            max_tokens: u32::try_from(self.settings.output_reserve).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// Decides every call (asking for approvals one at a time), runs the
+    /// allowed ones in parallel, and returns their results in call order,
+    /// plus the first fatal error if a tool reported one.
+    async fn run_calls(
+        &self,
+        calls: &[ToolCall],
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> (Vec<Message>, Option<(String, String)>) {
+        enum Plan {
+            Run(Arc<dyn Tool>, serde_json::Value),
+            Done(ToolStatus, String),
+        }
+        let mut plans = Vec::with_capacity(calls.len());
+        for call in calls {
+            let args = call.arguments_value();
+            let Some(tool) = self.tools.iter().find(|t| t.name() == call.name).cloned() else {
+                let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+                plans.push(Plan::Done(
+                    ToolStatus::Error,
+                    format!(
+                        "error: there is no tool `{}`; the tools are: {}",
+                        call.name,
+                        names.join(", ")
+                    ),
+                ));
+                continue;
+            };
+            let risk = tool.risk(&args);
+            let plan = match policy::decide(self.settings.autonomy, risk) {
+                Decision::Allow => Plan::Run(tool, args),
+                Decision::Block(reason) => {
+                    Plan::Done(ToolStatus::Blocked, format!("blocked by policy: {reason}"))
+                }
+                Decision::NeedsApproval => {
+                    on_event(AgentEvent::ApprovalNeeded {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        risk,
+                    });
+                    let req = ApprovalRequest {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        arguments: args.clone(),
+                        risk,
+                    };
+                    let answer = tokio::time::timeout(
+                        self.settings.approval_timeout,
+                        self.approver.approve(&req),
+                    )
+                    .await
+                    .unwrap_or_else(|_| {
+                        ApprovalAnswer::Denied(format!(
+                            "no answer within {} s",
+                            self.settings.approval_timeout.as_secs()
+                        ))
+                    });
+                    match answer {
+                        ApprovalAnswer::Approved => Plan::Run(tool, args),
+                        ApprovalAnswer::Denied(why) => Plan::Done(
+                            ToolStatus::Denied,
+                            format!(
+                                "denied: {} risk `{}` needs approval and was not approved ({why})",
+                                risk.as_str(),
+                                call.name
+                            ),
+                        ),
+                    }
+                }
+            };
+            if let Plan::Run(_, args) = &plan {
+                on_event(AgentEvent::ToolCallStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: args.clone(),
+                    risk,
+                });
+            }
+            plans.push(plan);
+        }
+
+        let runs = plans.iter().map(|p| async move {
+            match p {
+                Plan::Run(tool, args) => Some(tool.execute(args).await),
+                Plan::Done(..) => None,
+            }
+        });
+        let outcomes = futures_util::future::join_all(runs).await;
+
+        let mut results = Vec::with_capacity(calls.len());
+        let mut fatal = None;
+        for ((call, plan), outcome) in calls.iter().zip(plans).zip(outcomes) {
+            let (status, text) = match (plan, outcome) {
+                (Plan::Done(status, text), _) => (status, text),
+                (Plan::Run(..), Some(Ok(text))) => (ToolStatus::Ok, text),
+                (Plan::Run(..), Some(Err(ToolError::RespondToModel(m)))) => {
+                    (ToolStatus::Error, format!("error: {m}"))
+                }
+                (Plan::Run(..), Some(Err(ToolError::Fatal(m)))) => {
+                    fatal.get_or_insert((call.name.clone(), m.clone()));
+                    (
+                        ToolStatus::Error,
+                        format!("error: the tool failed and the turn stopped: {m}"),
+                    )
+                }
+                (Plan::Run(..), None) => (ToolStatus::Error, "error: the tool did not run".into()),
+            };
+            on_event(AgentEvent::ToolCallFinished {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                status,
+                preview: text.chars().take(PREVIEW_CHARS).collect(),
+            });
+            results.push(Message::tool_result(
+                call.id.clone(),
+                call.name.clone(),
+                text,
+            ));
+        }
+        (results, fatal)
+    }
+}
+
+/// Allowance for the heading the running summary is sent under.
+const SUMMARY_HEADER_TOKENS: usize = 16;
+
+#[cfg(test)]
+mod tests;
