@@ -20,13 +20,14 @@
 //! front-end (CLI, gateway) renders them.
 
 use crate::config::Autonomy;
-use crate::message::{Message, ToolCall};
+use crate::message::{Message, Role, ToolCall};
 use crate::policy::{self, Decision};
 use crate::provider::{BoxFuture, ChatRequest, Provider, ProviderError, ToolSpec, Usage};
 use crate::session::{SessionError, SessionStore, SessionView, SessionWriter};
 use crate::tool::{Risk, Tool, ToolError};
 use crate::trim::{self, Budget, CharRatio, TokenCounter, TrimError, TrimInput};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -302,20 +303,39 @@ impl Agent {
         conv.writer.sync()?;
 
         for iteration in 1..=self.settings.max_tool_iterations {
-            let request = self.request(conv, on_event)?;
-            let estimated_input: usize = self.counter.text_tokens(&request.system)
-                + request
-                    .messages
-                    .iter()
-                    .map(|m| self.counter.message_tokens(m))
-                    .sum::<usize>()
-                + self.tool_def_tokens;
-            let on_text = |t: &str| {
-                on_event(AgentEvent::TextDelta {
-                    text: t.to_string(),
-                })
+            let (response, estimated_input, trimmed_now) = {
+                let (context, _) = conv.view.context();
+                let trimmed = self.trim(&context, &conv.view.meta.summary)?;
+                let trimmed_now = trimmed.dropped_turns > 0;
+                if trimmed_now {
+                    // Persist the trim before the request goes out.
+                    conv.writer.apply_trim(&conv.view, &context, &trimmed)?;
+                    on_event(AgentEvent::Trimmed {
+                        dropped_turns: trimmed.dropped_turns,
+                        tokens_before: trimmed.tokens_before,
+                        tokens_after: trimmed.tokens_after,
+                    });
+                }
+                let request = self.request(trimmed.messages, &trimmed.summary);
+                let estimated_input: usize = self.counter.text_tokens(&request.system)
+                    + request
+                        .messages
+                        .iter()
+                        .map(|m| self.counter.message_tokens(m))
+                        .sum::<usize>()
+                    + self.tool_def_tokens;
+                let on_text = |t: &str| {
+                    on_event(AgentEvent::TextDelta {
+                        text: t.to_string(),
+                    })
+                };
+                let response = self.provider.chat(&request, &on_text).await?;
+                (response, estimated_input, trimmed_now)
             };
-            let response = self.provider.chat(&request, &on_text).await?;
+            if trimmed_now {
+                // Skip moved (and the file may have been compacted): re-read once.
+                conv.view = conv.writer.view()?;
+            }
             if let Some(u) = response.usage {
                 // CX6: learn the real chars-per-token from what the provider counted.
                 let chars = (estimated_input as f64 * self.counter.chars_per_token()) as usize;
@@ -372,13 +392,12 @@ impl Agent {
         })
     }
 
-    /// Trims the conversation to the budget (persisting a trim that drops
-    /// turns) and builds the request.
-    fn request(
+    /// Trims the context to the budget (CX1–CX5).
+    fn trim<'c>(
         &self,
-        conv: &mut Conversation,
-        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
-    ) -> Result<ChatRequest, AgentError> {
+        context: &'c [Message],
+        summary: &'c str,
+    ) -> Result<trim::Trimmed<'c>, TrimError> {
         let budget = Budget {
             context_window: self.settings.context_window,
             tool_def_tokens: self.tool_def_tokens,
@@ -386,44 +405,44 @@ impl Agent {
             pinned_tokens: self.counter.text_tokens(&self.settings.system_prompt)
                 + SUMMARY_HEADER_TOKENS,
         };
-        let (context, _) = conv.view.context();
-        let trimmed = trim::trim(
+        trim::trim(
             &TrimInput {
-                messages: &context,
-                summary: &conv.view.meta.summary,
+                messages: context,
+                summary,
                 summary_max_chars: self.settings.summary_max_chars,
                 budget,
             },
             &self.counter,
-        )?;
-        if trimmed.dropped_turns > 0 {
-            let view = conv.view.clone();
-            conv.writer.apply_trim(&view, &context, &trimmed)?;
-            // Skip moved (and the file may have been compacted): re-read once.
-            conv.view = conv.writer.view()?;
-            on_event(AgentEvent::Trimmed {
-                dropped_turns: trimmed.dropped_turns,
-                tokens_before: trimmed.tokens_before,
-                tokens_after: trimmed.tokens_after,
-            });
-        }
+        )
+    }
+
+    /// The request for trimmed `messages`: the system prompt with the running
+    /// summary (CX4), the tools, the output reserve. Borrows what it can.
+    fn request<'r>(&'r self, messages: Cow<'r, [Message]>, summary: &str) -> ChatRequest<'r> {
         let mut system = self.settings.system_prompt.clone();
-        if !trimmed.summary.is_empty() {
+        if !summary.is_empty() {
             system.push_str("\n\n# Earlier in this conversation (summary of dropped turns)\n");
-            system.push_str(&trimmed.summary);
+            system.push_str(summary);
         }
-        Ok(ChatRequest {
+        // A system notice stored in the session is history, not an
+        // instruction; providers get the system prompt separately.
+        let messages = if messages.iter().any(|m| m.role == Role::System) {
+            Cow::Owned(
+                messages
+                    .iter()
+                    .filter(|m| m.role != Role::System)
+                    .cloned()
+                    .collect(),
+            )
+        } else {
+            messages
+        };
+        ChatRequest {
             system,
-            // A system notice stored in the session is history, not an
-            // instruction; providers get the system prompt separately.
-            messages: trimmed
-                .messages
-                .into_iter()
-                .filter(|m| m.role != crate::message::Role::System)
-                .collect(),
-            tools: self.specs.clone(),
+            messages,
+            tools: Cow::Borrowed(&self.specs),
             max_tokens: u32::try_from(self.settings.output_reserve).unwrap_or(u32::MAX),
-        })
+        }
     }
 
     /// Decides every call (asking for approvals one at a time), runs the

@@ -6,6 +6,7 @@
 
 use crate::message::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -22,17 +23,31 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
-/// One request for one model turn.
+/// One request for one model turn. It borrows the conversation and the
+/// tool list where it can: the agent builds one per model call, and copying
+/// a long session each time would cost more than everything else it does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
+pub struct ChatRequest<'a> {
     /// System prompt (skills, pinned memory, running summary already folded in).
     pub system: String,
     /// The conversation, already trimmed and repaired: no orphan tool call
     /// or result, never a `Role::System` message (that goes in `system`).
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    pub messages: Cow<'a, [Message]>,
+    pub tools: Cow<'a, [ToolSpec]>,
     /// Cap on the reply's tokens (the output reserve).
     pub max_tokens: u32,
+}
+
+impl ChatRequest<'_> {
+    /// A copy that owns everything (to keep a request past its borrows).
+    pub fn into_owned(self) -> ChatRequest<'static> {
+        ChatRequest {
+            system: self.system,
+            messages: Cow::Owned(self.messages.into_owned()),
+            tools: Cow::Owned(self.tools.into_owned()),
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 /// Token usage as the provider reported it.
@@ -131,7 +146,7 @@ pub trait Provider: Send + Sync {
     fn caps(&self) -> ProviderCaps;
     fn chat<'a>(
         &'a self,
-        req: &'a ChatRequest,
+        req: &'a ChatRequest<'a>,
         on_text: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
 }

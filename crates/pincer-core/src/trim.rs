@@ -273,13 +273,15 @@ pub struct TrimInput<'a> {
 
 /// The outcome of [`trim`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Trimmed {
+pub struct Trimmed<'a> {
     /// Length of the dropped prefix of the input messages (a turn boundary).
     pub dropped_messages: usize,
     pub dropped_turns: usize,
     pub kept_turns: usize,
-    /// The kept suffix, possibly with shortened tool results.
-    pub messages: Vec<Message>,
+    /// The kept suffix, possibly with shortened tool results. Borrowed from
+    /// the input unless something was shortened, so trimming a long session
+    /// copies nothing.
+    pub messages: Cow<'a, [Message]>,
     /// Which kept messages were shortened, by index into `messages`, ascending.
     pub shortened: Vec<Shortened>,
     /// The running summary after folding in the dropped turns (the input
@@ -324,7 +326,10 @@ pub enum TrimError {
 /// Trims `input` to its budget; see the [module docs](self) for the
 /// algorithm. `input.messages` must be repaired by [`repair_orphans`] for the
 /// result to be free of orphans.
-pub fn trim(input: &TrimInput<'_>, counter: &dyn TokenCounter) -> Result<Trimmed, TrimError> {
+pub fn trim<'a>(
+    input: &TrimInput<'a>,
+    counter: &dyn TokenCounter,
+) -> Result<Trimmed<'a>, TrimError> {
     let msgs = input.messages;
     let window = input.budget.context_window;
     let fixed = input.budget.fixed_tokens();
@@ -360,7 +365,7 @@ pub fn trim(input: &TrimInput<'_>, counter: &dyn TokenCounter) -> Result<Trimmed
             dropped_messages: 0,
             dropped_turns: 0,
             kept_turns: n_turns,
-            messages: msgs.to_vec(),
+            messages: Cow::Borrowed(msgs),
             shortened: Vec::new(),
             summary: input.summary.to_owned(),
             tokens_before,
@@ -373,7 +378,7 @@ pub fn trim(input: &TrimInput<'_>, counter: &dyn TokenCounter) -> Result<Trimmed
     };
 
     let keep_from = |k: usize| starts[k];
-    let done = |k: usize, messages: Vec<Message>, shortened, summary, tokens_after| Trimmed {
+    let done = |k: usize, messages: Cow<'a, [Message]>, shortened, summary, tokens_after| Trimmed {
         dropped_messages: keep_from(k),
         dropped_turns: k,
         kept_turns: n_turns - k,
@@ -399,7 +404,7 @@ pub fn trim(input: &TrimInput<'_>, counter: &dyn TokenCounter) -> Result<Trimmed
                 let k = sw.k;
                 return Ok(done(
                     k,
-                    msgs[keep_from(k)..].to_vec(),
+                    Cow::Borrowed(&msgs[keep_from(k)..]),
                     Vec::new(),
                     summary,
                     cost,
@@ -431,7 +436,7 @@ pub fn trim(input: &TrimInput<'_>, counter: &dyn TokenCounter) -> Result<Trimmed
     if cost > window {
         return Err(overflow(window, base, needed));
     }
-    Ok(done(last, kept, shortened, summary, cost))
+    Ok(done(last, Cow::Owned(kept), shortened, summary, cost))
 }
 
 fn overflow(window: usize, base: usize, needed: usize) -> TrimError {

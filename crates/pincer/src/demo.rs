@@ -1,6 +1,7 @@
-//! `pincer demo`: the session store and trimming, end to end, on real files
-//! in a throwaway state directory. Every number printed is measured from
-//! what the real components did.
+//! `pincer demo`: a real agent session with a scripted model, then the
+//! session store's crash safety and trimming, on real files in a throwaway
+//! state directory. Every tool result, decision and number printed is what
+//! the real components did; only the model's words are scripted.
 
 use crate::session_cmd::trim_session;
 use anyhow::{Context, Result, bail};
@@ -14,6 +15,17 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pincer_core::agent::{
+    Agent, AgentEvent, AgentSettings, ApprovalAnswer, ApprovalRequest, Approver, Conversation,
+};
+use pincer_core::config::{Autonomy, DEFAULT_SYSTEM_PROMPT};
+use pincer_core::provider::BoxFuture;
+use pincer_core::tool::Risk;
+use pincer_providers::ScriptedProvider;
+use pincer_tools::{ToolLimits, Workspace, kernel_tools};
 
 #[derive(Serialize)]
 struct Step {
@@ -26,7 +38,187 @@ struct Step {
 struct Report {
     home: String,
     kept: bool,
+    agent: AgentStory,
     steps: Vec<Step>,
+}
+
+#[derive(Serialize)]
+struct AgentTurn {
+    user: String,
+    events: Vec<AgentEvent>,
+    reply: String,
+}
+
+#[derive(Serialize)]
+struct AgentStory {
+    workspace: String,
+    autonomy: &'static str,
+    turns: Vec<AgentTurn>,
+    approvals: Vec<String>,
+    notes_after: String,
+    session_messages: usize,
+}
+
+/// The demo's stand-in for a person: approves medium-risk calls (file
+/// edits), refuses anything riskier, and remembers what it was asked.
+struct DemoApprover(Mutex<Vec<String>>);
+
+impl Approver for DemoApprover {
+    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
+        let answer = if req.risk <= Risk::Medium {
+            ApprovalAnswer::Approved
+        } else {
+            ApprovalAnswer::Denied(
+                "the demo approves medium-risk file edits and nothing riskier".into(),
+            )
+        };
+        let line = format!(
+            "{} ({} risk) {}: {}",
+            req.tool,
+            req.risk.as_str(),
+            req.arguments,
+            match &answer {
+                ApprovalAnswer::Approved => "approved".to_string(),
+                ApprovalAnswer::Denied(why) => format!("denied ({why})"),
+            }
+        );
+        if let Ok(mut log) = self.0.lock() {
+            log.push(line);
+        }
+        Box::pin(async move { answer })
+    }
+}
+
+const DEMO_SCRIPT: &str = include_str!("demo_script.json");
+
+const NOTES: &str =
+    "# Greenhouse\nVent motor serviced 2026-11-02.\nTomatoes: water every 2 days.\n";
+
+/// Three user turns against the scripted model, with the real file and
+/// shell tools in a temporary workspace and the real session store.
+fn agent_story(home: &Path) -> Result<AgentStory> {
+    let ws_dir = home.join("workspace");
+    std::fs::create_dir_all(ws_dir.join("greenhouse"))?;
+    std::fs::write(ws_dir.join("greenhouse/notes.md"), NOTES)?;
+    std::fs::write(ws_dir.join("selftest.sh"), "echo sensors ok\n")?;
+    let ws = Arc::new(Workspace::open(
+        &ws_dir,
+        vec![home.join("sessions"), home.join("config.toml")],
+    )?);
+    let provider = Arc::new(ScriptedProvider::from_json("scripted", DEMO_SCRIPT)?);
+    let approver = Arc::new(DemoApprover(Mutex::new(Vec::new())));
+    let autonomy = Autonomy::Supervised;
+    let settings = AgentSettings {
+        system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+        max_tool_iterations: 6,
+        context_window: 8192,
+        output_reserve: 1024,
+        summary_max_chars: 2000,
+        chars_per_token: 4.0,
+        autonomy,
+        approval_timeout: Duration::from_secs(5),
+    };
+    let mut agent = Agent::new(
+        provider,
+        kernel_tools(ws, &ToolLimits::default(), "demo"),
+        approver.clone(),
+        settings,
+    );
+    let store = SessionStore::open(home.join("sessions"), FsyncPolicy::Turn)?;
+    let mut conv = Conversation::open(&store, "demo-agent")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut turns = Vec::new();
+    for user in [
+        "What do my greenhouse notes say?",
+        "Add a reminder to check the vent motor on Friday.",
+        "Run the sensor self-test.",
+    ] {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let events = events.clone();
+            move |e: AgentEvent| {
+                if !matches!(e, AgentEvent::TextDelta { .. })
+                    && let Ok(mut v) = events.lock()
+                {
+                    v.push(e);
+                }
+            }
+        };
+        let outcome = rt.block_on(agent.run_turn(&mut conv, user, &sink))?;
+        let events = events.lock().map(|v| v.clone()).unwrap_or_default();
+        turns.push(AgentTurn {
+            user: user.to_string(),
+            events,
+            reply: outcome.reply,
+        });
+    }
+    let approvals = approver.0.lock().map(|v| v.clone()).unwrap_or_default();
+    Ok(AgentStory {
+        workspace: ws_dir.display().to_string(),
+        autonomy: autonomy.as_str(),
+        turns,
+        approvals,
+        notes_after: std::fs::read_to_string(ws_dir.join("greenhouse/notes.md"))?,
+        session_messages: store.read("demo-agent")?.messages.len(),
+    })
+}
+
+fn render_agent(a: &AgentStory, out: &mut String) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "Part 1: an agent session. The model is scripted; the file and shell tools, the\n\
+         policy table (autonomy = {}) and the session store are real.\n",
+        a.autonomy
+    );
+    for t in &a.turns {
+        let _ = writeln!(out, "you> {}", t.user);
+        for e in &t.events {
+            match e {
+                AgentEvent::ApprovalNeeded { name, risk, .. } => {
+                    let _ = writeln!(
+                        out,
+                        "   ? {name} is {} risk: asking for approval",
+                        risk.as_str()
+                    );
+                }
+                AgentEvent::ToolCallStarted {
+                    name,
+                    arguments,
+                    risk,
+                    ..
+                } => {
+                    let _ = writeln!(out, "   ⚙ {name} {arguments} ({} risk)", risk.as_str());
+                }
+                AgentEvent::ToolCallFinished {
+                    name,
+                    status,
+                    preview,
+                    ..
+                } => {
+                    let first: String = preview.replace('\n', " ⏎ ").chars().take(100).collect();
+                    let _ = writeln!(out, "   → {name} {status:?}: {first}");
+                }
+                _ => {}
+            }
+        }
+        let _ = writeln!(out, "pincer> {}\n", t.reply);
+    }
+    let _ = writeln!(out, "approvals asked:");
+    for line in &a.approvals {
+        let _ = writeln!(out, "   {line}");
+    }
+    let _ = writeln!(out, "greenhouse/notes.md now reads:");
+    for line in a.notes_after.lines() {
+        let _ = writeln!(out, "   | {line}");
+    }
+    let _ = writeln!(
+        out,
+        "the session holds {} messages, one JSON line each.\n",
+        a.session_messages
+    );
 }
 
 /// A removable temp directory of our own (tempfile is a dev-only dependency).
@@ -75,16 +267,17 @@ fn sensor_turn(i: usize) -> Vec<Message> {
 
 pub fn run(json_out: bool, keep: bool) -> Result<ExitCode> {
     let home = TempHome::new()?;
-    let result = story(&home.0);
+    let result = agent_story(&home.0).and_then(|agent| Ok((agent, story(&home.0)?)));
     let kept = keep || result.is_err();
     if !kept {
         // Best effort: a leftover temp dir is harmless and named in the output.
         let _ = std::fs::remove_dir_all(&home.0);
     }
-    let steps = result?;
+    let (agent, steps) = result?;
     let report = Report {
         home: home.0.display().to_string(),
         kept,
+        agent,
         steps,
     };
     if json_out {
@@ -100,14 +293,18 @@ fn render(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "pincer demo: the crash-safe session store and turn-boundary trimming,\n\
-         on real files in a throwaway PINCER_HOME ({}{}).\n",
+        "pincer demo: on real files in a throwaway PINCER_HOME ({}{}).\n",
         r.home,
         if r.kept {
             ", kept"
         } else {
             ", removed afterwards"
         }
+    );
+    render_agent(&r.agent, &mut out);
+    let _ = writeln!(
+        out,
+        "Part 2: the session store under crashes, and turn-boundary trimming.\n"
     );
     for (i, s) in r.steps.iter().enumerate() {
         let _ = writeln!(out, "{}. {}", i + 1, s.title);

@@ -2,8 +2,11 @@
 //! wires the library crates together and renders their results. No logic of
 //! its own beyond that.
 
+mod agent_cmd;
 mod demo;
+mod doctor;
 mod session_cmd;
+mod wiring;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -45,6 +48,18 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// Talk to the agent: one turn with -m, else an interactive REPL.
+    Agent(agent_cmd::AgentArgs),
+    /// What pincer would use (config, providers, workspace) and what is degraded.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the skills (PINCER_HOME/skills/*.md) that extend the system prompt.
+    Skills {
+        #[arg(long)]
+        json: bool,
+    },
     /// Inspect and edit sessions (append-only JSONL under sessions/).
     #[command(subcommand)]
     Session(session_cmd::SessionCmd),
@@ -55,6 +70,8 @@ enum Command {
 pub struct Ctx {
     pub home: Home,
     pub config: Config,
+    /// False when there is no config.toml and the defaults apply.
+    pub config_found: bool,
 }
 
 fn default_home() -> Result<PathBuf> {
@@ -77,8 +94,12 @@ fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
     });
     home.ensure()
         .with_context(|| format!("cannot create {}", home.root().display()))?;
-    let (config, _found) = Config::load(&home.config_path())?;
-    Ok(Ctx { home, config })
+    let (config, config_found) = Config::load(&home.config_path())?;
+    Ok(Ctx {
+        home,
+        config,
+        config_found,
+    })
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -102,6 +123,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo { json, keep } => demo::run(json, keep),
+        Command::Agent(args) => agent_cmd::run(&load_ctx(cli.home)?, args),
+        Command::Doctor { json } => doctor::run(&load_ctx(cli.home)?, json),
+        Command::Skills { json } => {
+            let ctx = load_ctx(cli.home)?;
+            let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "skills": skills, "problems": problems })
+                );
+            } else {
+                if skills.is_empty() && problems.is_empty() {
+                    println!("no skills in {}", ctx.home.root().join("skills").display());
+                }
+                for s in &skills {
+                    println!("{:<24} {:>6} bytes  {}", s.name, s.bytes, s.path.display());
+                }
+                for p in &problems {
+                    println!("not loaded: {}: {}", p.path.display(), p.reason);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Session(cmd) => {
             let ctx = load_ctx(cli.home)?;
             session_cmd::run(&ctx, cmd)

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 /// A model that replays queued replies and records every request.
 struct Model {
     replies: Mutex<VecDeque<ChatResponse>>,
-    requests: Mutex<Vec<ChatRequest>>,
+    requests: Mutex<Vec<ChatRequest<'static>>>,
 }
 
 fn text(t: &str) -> ChatResponse {
@@ -43,7 +43,7 @@ impl Model {
             requests: Mutex::new(Vec::new()),
         })
     }
-    fn requests(&self) -> Vec<ChatRequest> {
+    fn requests(&self) -> Vec<ChatRequest<'static>> {
         self.requests.lock().expect("lock").clone()
     }
 }
@@ -61,7 +61,7 @@ impl Provider for Model {
     }
     fn chat<'a>(
         &'a self,
-        req: &'a ChatRequest,
+        req: &'a ChatRequest<'a>,
         on_text: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
@@ -70,7 +70,10 @@ impl Provider for Model {
                 trim::is_repaired(&req.messages),
                 "orphan in request: {req:?}"
             );
-            self.requests.lock().expect("lock").push(req.clone());
+            self.requests
+                .lock()
+                .expect("lock")
+                .push(req.clone().into_owned());
             let reply = self.replies.lock().expect("lock").pop_front();
             let mut reply =
                 reply.unwrap_or_else(|| calls(&[("again", "echo", json!({"text": "more"}))]));

@@ -328,7 +328,7 @@ fn an_oversized_current_turn_gets_its_largest_result_shortened_just_enough() {
         request_cost(&counter, b, "", &out.messages)
     );
     // Just enough: one more char of head would not fit.
-    let mut longer = out.messages.clone();
+    let mut longer = out.messages.to_vec();
     longer[2].content = shortened_content(&msgs[4].content, 5500, s.to_chars + 1);
     assert!(request_cost(&counter, b, "", &longer) > window);
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `pincer` binary: real process, real files.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed fixture should panic
 
+mod agent;
 mod cli;
 mod session;
 

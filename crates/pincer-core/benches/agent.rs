@@ -1,0 +1,157 @@
+//! Per-turn overhead of the agent loop, excluding the model (DESIGN target
+//! < 1 ms): a 1 000-turn session, a model that answers at once, and a turn
+//! with one tool call. Measured with fsync off (pure overhead) and with the
+//! default `turn` policy (what a user gets on this disk).
+#![allow(clippy::expect_used, clippy::unwrap_used)] // bench fixtures: failing loudly is right
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use pincer_core::agent::{Agent, AgentSettings, Conversation, DenyAll};
+use pincer_core::config::{Autonomy, FsyncPolicy};
+use pincer_core::message::{Message, ToolCall};
+use pincer_core::provider::{
+    BoxFuture, ChatRequest, ChatResponse, FinishReason, Provider, ProviderCaps, ProviderError,
+};
+use pincer_core::session::SessionStore;
+use pincer_core::tool::{Risk, Tool, ToolError};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Answers instantly: every odd call asks for one tool, every even call
+/// gives the final reply.
+struct Instant(AtomicUsize);
+
+impl Provider for Instant {
+    fn name(&self) -> &str {
+        "instant"
+    }
+    fn caps(&self) -> ProviderCaps {
+        ProviderCaps::default()
+    }
+    fn chat<'a>(
+        &'a self,
+        _req: &'a ChatRequest<'a>,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let n = self.0.fetch_add(1, Ordering::Relaxed);
+            let calls = if n.is_multiple_of(2) {
+                vec![ToolCall::new(
+                    format!("c{n}"),
+                    "echo",
+                    &json!({"text": "x"}),
+                )]
+            } else {
+                on_text("done");
+                Vec::new()
+            };
+            Ok(ChatResponse {
+                content: if calls.is_empty() {
+                    "done".into()
+                } else {
+                    String::new()
+                },
+                finish: if calls.is_empty() {
+                    FinishReason::Stop
+                } else {
+                    FinishReason::ToolCalls
+                },
+                tool_calls: calls,
+                usage: None,
+                provider: "instant".into(),
+                model: "none".into(),
+            })
+        })
+    }
+}
+
+struct Echo;
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "echo"
+    }
+    fn parameters_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    fn risk(&self, _a: &serde_json::Value) -> Risk {
+        Risk::Low
+    }
+    fn execute<'a>(&'a self, a: &'a serde_json::Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move { Ok(a.to_string()) })
+    }
+}
+
+fn bench_turn(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    for policy in [FsyncPolicy::Never, FsyncPolicy::Turn] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SessionStore::open(dir.path(), policy).expect("store");
+        {
+            let mut w = store.writer("s").expect("writer");
+            let history: Vec<Message> = (0..1000)
+                .flat_map(|i| {
+                    [
+                        Message::user(format!("question {i}")),
+                        Message::assistant(format!("answer {i}")),
+                    ]
+                })
+                .collect();
+            w.append(&history).expect("append");
+        }
+        let settings = AgentSettings {
+            system_prompt: "bench".into(),
+            max_tool_iterations: 4,
+            // Big enough that nothing is trimmed: the loop itself is measured,
+            // trimming has its own bench.
+            context_window: 1_000_000,
+            output_reserve: 1024,
+            summary_max_chars: 4000,
+            chars_per_token: 4.0,
+            autonomy: Autonomy::Full,
+            approval_timeout: Duration::from_secs(1),
+        };
+        let mut agent = Agent::new(
+            Arc::new(Instant(AtomicUsize::new(0))),
+            vec![Arc::new(Echo)],
+            Arc::new(DenyAll("bench".into())),
+            settings,
+        );
+        // Each measured turn starts from the same 1 000-turn session (a fresh
+        // copy made outside the timing), so the session does not grow.
+        let template = dir.path().join("s.jsonl");
+        let sink = |_e| {};
+        c.bench_function(
+            &format!(
+                "agent/turn_with_tool_1000_turn_session_fsync_{}",
+                policy.as_str()
+            ),
+            |b| {
+                b.iter_batched(
+                    || {
+                        let copy = tempfile::tempdir().expect("tempdir");
+                        std::fs::copy(&template, copy.path().join("s.jsonl")).expect("copy");
+                        let store = SessionStore::open(copy.path(), policy).expect("store");
+                        let conv = Conversation::open(&store, "s").expect("conv");
+                        (copy, conv)
+                    },
+                    |(_copy, mut conv)| {
+                        rt.block_on(agent.run_turn(&mut conv, "hello", &sink))
+                            .expect("turn");
+                        conv
+                    },
+                    BatchSize::PerIteration,
+                )
+            },
+        );
+    }
+}
+
+criterion_group!(benches, bench_turn);
+criterion_main!(benches);

@@ -1,0 +1,76 @@
+//! pincer-tools: the things the agent can do, as [`pincer_core::tool::Tool`]s.
+//!
+//! Owns the [`Workspace`] (the one directory the file tools may touch, with
+//! `..`, symlink escapes and pincer's own state refused — DESIGN TL1), the
+//! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
+//! `shell` tool (TL2; no OS sandbox yet, see [`shell`]).
+//!
+//! It must not know about the policy gate, the audit trail or autonomy
+//! levels: each tool only *declares* the risk of a call
+//! ([`pincer_core::tool::Tool::risk`]) and the gate decides. It never reads
+//! environment variables: the binary passes what it needs ([`ShellEnv`]).
+
+mod args;
+pub mod files;
+pub mod shell;
+pub mod workspace;
+
+pub use files::{FileEdit, FileList, FileRead, FileWrite};
+pub use shell::{ShellEnv, ShellTool};
+pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
+
+use pincer_core::tool::Tool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Caps on what one tool call may read, write, list or run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Bytes `file_read` returns per call.
+    pub read_cap: usize,
+    /// Bytes `file_write` may write, and the largest file `file_edit` edits.
+    pub write_cap: usize,
+    /// Entries `file_list` returns (the default and the maximum).
+    pub list_max: usize,
+    /// `shell` timeout when the call gives none (whole seconds are shown).
+    pub shell_timeout_default: Duration,
+    /// Largest `timeout_secs` a call may ask for.
+    pub shell_timeout_max: Duration,
+    /// Bytes of combined stdout + stderr kept per `shell` call.
+    pub shell_output_cap: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> ToolLimits {
+        ToolLimits {
+            read_cap: 256 * 1024,
+            write_cap: 1024 * 1024,
+            list_max: 500,
+            shell_timeout_default: Duration::from_secs(30),
+            shell_timeout_max: Duration::from_secs(300),
+            shell_output_cap: 64 * 1024,
+        }
+    }
+}
+
+/// The built-in tools: the four file tools and `shell`, with `shell` getting
+/// [`ShellEnv::default`] (a standard `PATH`, `LANG=C.UTF-8`).
+pub fn kernel_tools(ws: Arc<Workspace>, limits: &ToolLimits, agent_id: &str) -> Vec<Arc<dyn Tool>> {
+    kernel_tools_with_shell_env(ws, limits, agent_id, ShellEnv::default())
+}
+
+/// [`kernel_tools`] with the allowlisted environment the binary read at start.
+pub fn kernel_tools_with_shell_env(
+    ws: Arc<Workspace>,
+    limits: &ToolLimits,
+    agent_id: &str,
+    env: ShellEnv,
+) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(FileRead::new(ws.clone(), limits.read_cap)),
+        Arc::new(FileList::new(ws.clone(), limits.list_max)),
+        Arc::new(FileWrite::new(ws.clone(), limits.write_cap)),
+        Arc::new(FileEdit::new(ws.clone(), limits.write_cap)),
+        Arc::new(ShellTool::new(ws, limits, agent_id, env)),
+    ]
+}

@@ -1,0 +1,533 @@
+//! The `shell` tool (DESIGN TL2, SB3).
+//!
+//! **Risk is always [`Risk::High`] for now.** The policy-gate issue will add
+//! a classifier that parses argv (read-only commands low, writes medium,
+//! destructive/network/privilege high, plus a deny list, PO2). Until then,
+//! under the `supervised` and `readonly` autonomy levels the agent must never
+//! run this tool without a person's approval; only `full` runs it unasked.
+//!
+//! **It runs WITHOUT an OS sandbox** until the sandbox issue (SB1) lands:
+//! no namespaces, no Landlock, no cgroup limits. The command can read and
+//! write anything the pincer process can. What it does have:
+//!
+//! - cwd = the workspace root, stdin = `/dev/null`;
+//! - the environment cleared except `PATH`, `LANG`, `LC_ALL` (values from
+//!   [`ShellEnv`], which the binary builds once from its own environment),
+//!   `TERM=dumb`, `HOME=<workspace root>` and `PINCER_AGENT=<agent id>` so
+//!   attribution survives (SB3);
+//! - its own process group; when the timeout fires the whole group gets
+//!   `SIGKILL`, and when the command itself exits, anything it left running
+//!   in its group is killed too (and the result says so). Dropping the call
+//!   (a cancelled turn) kills the group as well;
+//! - stdout and stderr share one pipe, so the output is in the order the
+//!   command wrote it; it is capped (head and tail kept, with a marker that
+//!   states the original size).
+//!
+//! A non-zero exit is a normal result the model sees, not an error; failing
+//! to start the program is a `RespondToModel` error. The async runtime must
+//! have IO and time enabled (tokio's process and pipe support need them).
+
+use crate::ToolLimits;
+use crate::args::{Args, object_schema, respond};
+use crate::workspace::Workspace;
+use pincer_core::provider::BoxFuture;
+use pincer_core::tool::{Risk, Tool, ToolError};
+use rustix::process::{Pid, Signal};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// `PATH` when the binary passes none: the usual system directories.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// How long to keep draining output after the group was killed: only a
+/// process that left the group (setsid) can hold the pipe open past that.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The allowlisted variables passed through to commands. The binary builds
+/// it once, at start, from its own environment ([`ShellEnv::from_vars`]);
+/// this crate never reads environment variables itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellEnv {
+    pub path: OsString,
+    pub lang: Option<OsString>,
+    pub lc_all: Option<OsString>,
+}
+
+impl Default for ShellEnv {
+    fn default() -> ShellEnv {
+        ShellEnv {
+            path: OsString::from(DEFAULT_PATH),
+            lang: Some(OsString::from("C.UTF-8")),
+            lc_all: None,
+        }
+    }
+}
+
+impl ShellEnv {
+    /// Picks `PATH`, `LANG` and `LC_ALL` out of an environment snapshot
+    /// (e.g. `std::env::vars_os()`); a missing `PATH` gets [`DEFAULT_PATH`].
+    pub fn from_vars<I, K, V>(vars: I) -> ShellEnv
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let mut env = ShellEnv {
+            path: OsString::from(DEFAULT_PATH),
+            lang: None,
+            lc_all: None,
+        };
+        for (k, v) in vars {
+            let v = v.as_ref().to_os_string();
+            match k.as_ref().to_str() {
+                Some("PATH") => env.path = v,
+                Some("LANG") => env.lang = Some(v),
+                Some("LC_ALL") => env.lc_all = Some(v),
+                _ => {}
+            }
+        }
+        env
+    }
+}
+
+const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
+
+/// `shell {argv | command, timeout_secs?}`. See the module doc.
+#[derive(Debug)]
+pub struct ShellTool {
+    ws: Arc<Workspace>,
+    agent_id: String,
+    env: ShellEnv,
+    timeout_default: Duration,
+    timeout_max: Duration,
+    output_cap: usize,
+    description: String,
+}
+
+impl ShellTool {
+    pub fn new(
+        ws: Arc<Workspace>,
+        limits: &ToolLimits,
+        agent_id: &str,
+        env: ShellEnv,
+    ) -> ShellTool {
+        let timeout_max = limits.shell_timeout_max.max(Duration::from_secs(1));
+        let timeout_default = limits
+            .shell_timeout_default
+            .clamp(Duration::from_secs(1), timeout_max);
+        let output_cap = limits.shell_output_cap.max(2);
+        let description = format!(
+            "Run a command in the workspace directory. Give exactly one of `argv` (a list: the program \
+             and its arguments, run directly with no shell) or `command` (a string run with sh -c, for \
+             pipes and redirections). WARNING: it runs WITHOUT an OS sandbox for now, with the same \
+             access as pincer itself; every call needs approval unless autonomy is `full`. The \
+             environment is reduced to PATH, LANG, LC_ALL, TERM=dumb, HOME=<workspace>, PINCER_AGENT; \
+             stdin is empty. `timeout_secs` defaults to {} (at most {}); on timeout the whole process \
+             group is killed. Output (stdout and stderr together) is capped at {output_cap} bytes. A \
+             non-zero exit status is reported, not an error.",
+            timeout_default.as_secs(),
+            timeout_max.as_secs()
+        );
+        ShellTool {
+            ws,
+            agent_id: agent_id.to_string(),
+            env,
+            timeout_default,
+            timeout_max,
+            output_cap,
+            description,
+        }
+    }
+
+    async fn run(
+        &self,
+        program: &str,
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<String, ToolError> {
+        let fatal = |what: &str, e: std::io::Error| ToolError::Fatal(format!("shell: {what}: {e}"));
+        let (reader, writer) = std::io::pipe().map_err(|e| fatal("cannot create a pipe", e))?;
+        let writer2 = writer
+            .try_clone()
+            .map_err(|e| fatal("cannot duplicate a pipe", e))?;
+        let mut child = {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args)
+                .env_clear()
+                .env("PATH", &self.env.path)
+                .env("TERM", "dumb")
+                .env("HOME", self.ws.root())
+                .env("PINCER_AGENT", &self.agent_id)
+                .current_dir(self.ws.root())
+                .stdin(Stdio::null())
+                .stdout(writer)
+                .stderr(writer2)
+                .process_group(0)
+                .kill_on_drop(true);
+            if let Some(lang) = &self.env.lang {
+                cmd.env("LANG", lang);
+            }
+            if let Some(lc_all) = &self.env.lc_all {
+                cmd.env("LC_ALL", lc_all);
+            }
+            cmd.spawn()
+                .map_err(|e| respond(format!("shell: could not start `{program}`: {e}")))?
+            // `cmd` drops here with its copies of the pipe's write end, so
+            // the read side sees EOF once the command's processes are gone.
+        };
+        // The child is its own group leader: its pid is the group id.
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        let mut guard = GroupGuard(pgid);
+        let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+            .map_err(|e| fatal("cannot read the command's output", e))?;
+
+        let mut out = CappedOutput::new(self.output_cap);
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut status: Option<ExitStatus> = None;
+        let mut eof = false;
+        let mut timed_out = false;
+        let mut leftovers_killed = false;
+        let mut pipe_held = false;
+        let mut read_error = None;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        while status.is_none() || !eof {
+            tokio::select! {
+                r = rx.read(&mut buf), if !eof => match r {
+                    Ok(0) => eof = true,
+                    Ok(n) => out.push(&buf[..n]),
+                    Err(e) => {
+                        read_error = Some(e);
+                        eof = true;
+                    }
+                },
+                s = child.wait(), if status.is_none() => {
+                    status = Some(s.map_err(|e| fatal("waiting for the command failed", e))?);
+                    // The leader is gone; whatever it left in its group would
+                    // hold the pipe open and keep running unwatched.
+                    leftovers_killed = guard.kill();
+                    guard.disarm();
+                }
+                () = &mut deadline => {
+                    if status.is_none() {
+                        timed_out = true;
+                        guard.kill();
+                        status = child.wait().await.ok();
+                        guard.disarm();
+                    } else {
+                        pipe_held = true;
+                    }
+                    break;
+                }
+            }
+        }
+        if timed_out && !eof {
+            // Collect what the killed group wrote before it died.
+            let grace = tokio::time::sleep(DRAIN_GRACE);
+            tokio::pin!(grace);
+            loop {
+                tokio::select! {
+                    r = rx.read(&mut buf) => match r {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => out.push(&buf[..n]),
+                    },
+                    () = &mut grace => {
+                        pipe_held = true;
+                        break;
+                    }
+                }
+            }
+        }
+
+        let mut text = if timed_out {
+            format!(
+                "timed out after {}s: the command's whole process group was killed",
+                timeout.as_secs()
+            )
+        } else {
+            match status {
+                Some(s) => describe_status(s),
+                None => "exit status unknown".to_string(),
+            }
+        };
+        if leftovers_killed && !timed_out {
+            text.push_str(
+                "\nnote: the command left processes running in its process group; they were killed when it exited",
+            );
+        }
+        if pipe_held {
+            text.push_str(
+                "\nnote: a process that left the command's process group still holds its output open; stopped reading",
+            );
+        }
+        if let Some(e) = read_error {
+            text.push_str(&format!("\nnote: reading the output failed: {e}"));
+        }
+        if out.total == 0 {
+            text.push_str("\n(no output)");
+        } else {
+            text.push_str(&format!(
+                "\noutput (stdout and stderr together, {} bytes):\n",
+                out.total
+            ));
+            text.push_str(&out.render());
+        }
+        Ok(text)
+    }
+}
+
+/// Kills the command's process group if the call is dropped before the
+/// leader was reaped (while the leader is unreaped, its pid — the group id —
+/// cannot be reused).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    /// SIGKILLs the group; true if any process was there to receive it.
+    fn kill(&self) -> bool {
+        self.0
+            .is_some_and(|pg| rustix::process::kill_process_group(pg, Signal::KILL).is_ok())
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn describe_status(s: ExitStatus) -> String {
+    if let Some(code) = s.code() {
+        return format!("exit status: {code}");
+    }
+    if let Some(sig) = s.signal() {
+        let name = match sig {
+            1 => " (SIGHUP)",
+            2 => " (SIGINT)",
+            6 => " (SIGABRT)",
+            9 => " (SIGKILL)",
+            11 => " (SIGSEGV)",
+            13 => " (SIGPIPE)",
+            15 => " (SIGTERM)",
+            _ => "",
+        };
+        return format!("killed by signal {sig}{name}");
+    }
+    format!("{s}")
+}
+
+/// Output capped at `cap` bytes: the first half and the last half are kept,
+/// the middle is counted and dropped.
+#[derive(Debug)]
+pub(crate) struct CappedOutput {
+    cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    pub(crate) total: u64,
+}
+
+impl CappedOutput {
+    pub(crate) fn new(cap: usize) -> CappedOutput {
+        let head_cap = cap / 2;
+        CappedOutput {
+            cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap: cap - head_cap,
+            total: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let take = (self.head_cap - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        let rest = &bytes[take..];
+        if rest.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&rest[rest.len() - self.tail_cap..]);
+        } else {
+            self.tail.extend(rest);
+            let excess = self.tail.len().saturating_sub(self.tail_cap);
+            self.tail.drain(..excess);
+        }
+    }
+
+    pub(crate) fn render(&self) -> String {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let kept = (self.head.len() + tail.len()) as u64;
+        if kept == self.total {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        format!(
+            "{}\n[... output truncated: {} bytes in total, over the {}-byte cap; showing the first {} and the last {} bytes ...]\n{}",
+            String::from_utf8_lossy(&self.head),
+            self.total,
+            self.cap,
+            self.head.len(),
+            tail.len(),
+            String::from_utf8_lossy(&tail)
+        )
+    }
+}
+
+impl Tool for ShellTool {
+    fn name(&self) -> &str {
+        "shell"
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters_schema(&self) -> Value {
+        object_schema(
+            &[
+                (
+                    "argv",
+                    json!({
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "description": "Program and arguments, run directly without a shell. Give this or `command`."
+                    }),
+                ),
+                (
+                    "command",
+                    json!({
+                        "type": "string",
+                        "description": "A command line run with sh -c. Give this or `argv`."
+                    }),
+                ),
+                (
+                    "timeout_secs",
+                    json!({
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": self.timeout_max.as_secs(),
+                        "description": format!("Seconds before the command is killed (default {})", self.timeout_default.as_secs())
+                    }),
+                ),
+            ],
+            &[],
+        )
+    }
+
+    /// Always high until the gate's classifier exists (module doc).
+    fn risk(&self, _args: &Value) -> Risk {
+        Risk::High
+    }
+
+    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let a = Args::parse("shell", args, PARAMS)?;
+            let argv = a.opt_str_array("argv")?;
+            let command = a.opt_str("command")?;
+            let (program, rest): (&str, Vec<&str>) = match (argv, command) {
+                (Some(_), Some(_)) => {
+                    return Err(
+                        a.error("give either argument `argv` or argument `command`, not both")
+                    );
+                }
+                (None, None) => {
+                    return Err(a.error(
+                        "missing required argument: give `argv` (program and arguments) or `command` (a string run with sh -c)",
+                    ));
+                }
+                (Some(v), None) => match v.split_first() {
+                    Some((p, rest)) if !p.is_empty() => (*p, rest.to_vec()),
+                    _ => return Err(a.error("argument `argv` must start with a program name")),
+                },
+                (None, Some(c)) => {
+                    if c.trim().is_empty() {
+                        return Err(a.error("argument `command` must not be empty"));
+                    }
+                    ("/bin/sh", vec!["-c", c])
+                }
+            };
+            if program.contains('\0') || rest.iter().any(|s| s.contains('\0')) {
+                let which = if a.has("argv") { "argv" } else { "command" };
+                return Err(a.error(format!("argument `{which}` contains a NUL byte")));
+            }
+            let timeout = match a.opt_u64("timeout_secs")? {
+                None => self.timeout_default,
+                Some(0) => return Err(a.error("argument `timeout_secs` must be at least 1")),
+                Some(s) if Duration::from_secs(s) > self.timeout_max => {
+                    return Err(a.error(format!(
+                        "argument `timeout_secs` must be at most {}",
+                        self.timeout_max.as_secs()
+                    )));
+                }
+                Some(s) => Duration::from_secs(s),
+            };
+            self.run(program, &rest, timeout).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_kept_whole() {
+        let mut o = CappedOutput::new(10);
+        o.push(b"abc");
+        o.push(b"def");
+        assert_eq!(o.render(), "abcdef");
+        assert_eq!(o.total, 6);
+    }
+
+    #[test]
+    fn large_output_keeps_head_and_tail_and_states_the_size() {
+        let mut o = CappedOutput::new(10);
+        for chunk in [&b"0123"[..], b"456789", b"abcdefghij", b"KLMNO"] {
+            o.push(chunk);
+        }
+        let r = o.render();
+        assert!(r.starts_with("01234\n"), "{r}");
+        assert!(r.ends_with("\nKLMNO"), "{r}");
+        assert!(r.contains("25 bytes in total"), "{r}");
+        assert!(r.contains("over the 10-byte cap"), "{r}");
+    }
+
+    #[test]
+    fn env_snapshot_picks_only_the_allowlist() {
+        let env = ShellEnv::from_vars([("PATH", "/p"), ("LANG", "de_DE.UTF-8"), ("SECRET", "x")]);
+        assert_eq!(env.path, "/p");
+        assert_eq!(env.lang.as_deref(), Some(OsStr::new("de_DE.UTF-8")));
+        assert_eq!(env.lc_all, None);
+        let empty = ShellEnv::from_vars(Vec::<(String, String)>::new());
+        assert_eq!(empty.path, DEFAULT_PATH);
+    }
+
+    #[test]
+    fn status_descriptions() {
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(3 << 8)),
+            "exit status: 3"
+        );
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(9)),
+            "killed by signal 9 (SIGKILL)"
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! One integration test binary for pincer-tools (CONVENTIONS: link once).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod escape;
+mod files;
+mod protected;
+mod shell;
+mod support;

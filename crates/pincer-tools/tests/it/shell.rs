@@ -1,0 +1,253 @@
+//! The shell tool: forms, exit reporting, timeout and process-group kill,
+//! output cap, cleared environment, cwd.
+
+use crate::support::Fx;
+use pincer_core::tool::ToolError;
+use pincer_tools::{ResolutionMode, ToolLimits};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, PidfdFlags};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn fx() -> Fx {
+    Fx::new(ResolutionMode::Openat2)
+}
+
+/// Waits (bounded, on an event — not a sleep) until process `pid` has
+/// exited; true if it did. A pid that no longer exists has exited.
+fn exits(pid: i32) -> bool {
+    let pid = Pid::from_raw(pid).unwrap();
+    let fd = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return true,
+        Err(e) => panic!("pidfd_open: {e}"),
+    };
+    // SIGCHLD from the runtime's own children can interrupt the poll.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap(),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) => return n == 1,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => panic!("poll: {e}"),
+        }
+    }
+}
+
+fn pid_in(fx: &Fx, file: &str) -> i32 {
+    fx.read(file).trim().parse().unwrap()
+}
+
+#[tokio::test]
+async fn argv_form_runs_without_a_shell() {
+    let fx = fx();
+    let out = fx
+        .ok("shell", json!({"argv": ["echo", "hello", "$HOME", "a b"]}))
+        .await;
+    assert!(out.starts_with("exit status: 0\n"), "{out}");
+    assert!(out.ends_with("\nhello $HOME a b\n"), "{out}");
+}
+
+#[tokio::test]
+async fn command_form_uses_sh_and_a_nonzero_exit_is_a_result() {
+    let fx = fx();
+    let out = fx
+        .ok(
+            "shell",
+            json!({"command": "echo out; echo err >&2; echo out2; exit 3"}),
+        )
+        .await;
+    assert!(out.starts_with("exit status: 3\n"), "{out}");
+    // stdout and stderr share one pipe: the order is the order written.
+    assert!(out.ends_with("bytes):\nout\nerr\nout2\n"), "{out}");
+    let out = fx.ok("shell", json!({"command": "kill -TERM $$"})).await;
+    assert!(out.starts_with("killed by signal 15 (SIGTERM)"), "{out}");
+    let out = fx.ok("shell", json!({"argv": ["true"]})).await;
+    assert_eq!(out, "exit status: 0\n(no output)");
+}
+
+#[tokio::test]
+async fn a_program_that_cannot_start_is_refused_to_the_model() {
+    let fx = fx();
+    let m = fx
+        .refused(
+            "shell",
+            json!({"argv": ["/nonexistent/prog", "x"]}),
+            "could not start",
+        )
+        .await;
+    assert!(m.contains("/nonexistent/prog"), "{m}");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_process_group() {
+    let fx = fx();
+    let out = fx
+        .ok(
+            "shell",
+            json!({"command": "echo started; sleep 300 & echo $! > gc.pid; wait", "timeout_secs": 2}),
+        )
+        .await;
+    assert!(out.starts_with("timed out after 2s"), "{out}");
+    assert!(out.contains("started"), "{out}");
+    let grandchild = pid_in(&fx, "gc.pid");
+    assert!(
+        exits(grandchild),
+        "grandchild {grandchild} survived the timeout"
+    );
+}
+
+#[tokio::test]
+async fn background_processes_left_behind_are_killed_when_the_command_exits() {
+    let fx = fx();
+    let out = fx
+        .ok(
+            "shell",
+            json!({"command": "sleep 300 & echo $! > bg.pid; echo done"}),
+        )
+        .await;
+    assert!(out.starts_with("exit status: 0\n"), "{out}");
+    assert!(out.contains("left processes running"), "{out}");
+    assert!(out.ends_with("done\n"), "{out}");
+    let bg = pid_in(&fx, "bg.pid");
+    assert!(exits(bg), "background process {bg} survived");
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_process_group() {
+    let fx = fx();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fx.root.join("sync"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let tool = fx.tool("shell").clone();
+    let task = tokio::spawn(async move {
+        tool.execute(&json!({"command": "sleep 300 & echo $! > sync; wait"}))
+            .await
+    });
+    // Opening the FIFO blocks until the command opens it to write the pid.
+    let fifo = fx.root.join("sync");
+    let pid = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+        .await
+        .unwrap();
+    let pid: i32 = pid.trim().parse().unwrap();
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert!(exits(pid), "grandchild {pid} survived the dropped call");
+}
+
+#[tokio::test]
+async fn output_over_the_cap_is_truncated_with_the_original_size() {
+    let fx = Fx::with_limits(ToolLimits {
+        shell_output_cap: 1000,
+        ..ToolLimits::default()
+    });
+    let out = fx
+        .ok(
+            "shell",
+            json!({"command": "head -c 5000 /dev/zero | tr '\\0' a; echo; echo END"}),
+        )
+        .await;
+    assert!(out.starts_with("exit status: 0\n"), "{out}");
+    assert!(
+        out.contains("output (stdout and stderr together, 5005 bytes)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[... output truncated: 5005 bytes in total, over the 1000-byte cap"),
+        "{out}"
+    );
+    assert!(out.ends_with("END\n"), "the tail is kept: {out}");
+    assert!(out.len() < 1400, "{}", out.len());
+}
+
+#[tokio::test]
+async fn the_environment_is_cleared_to_the_allowlist() {
+    let fx = fx();
+    // Cargo sets this in the test process; it must not reach the command.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let out = fx.ok("shell", json!({"argv": ["env"]})).await;
+    let body = out.split_once("bytes):\n").unwrap().1;
+    let env: BTreeMap<&str, &str> = body.lines().filter_map(|l| l.split_once('=')).collect();
+    let keys: Vec<&str> = env.keys().copied().collect();
+    assert_eq!(
+        keys,
+        ["HOME", "LANG", "PATH", "PINCER_AGENT", "TERM"],
+        "{out}"
+    );
+    assert_eq!(env["PINCER_AGENT"], "agent-7");
+    assert_eq!(env["HOME"], fx.root.to_str().unwrap());
+    assert_eq!(env["TERM"], "dumb");
+    assert_eq!(env["PATH"], pincer_tools::shell::DEFAULT_PATH);
+}
+
+#[tokio::test]
+async fn the_command_runs_in_the_workspace_with_empty_stdin() {
+    let fx = fx();
+    let out = fx.ok("shell", json!({"argv": ["pwd"]})).await;
+    assert!(
+        out.ends_with(&format!("\n{}\n", fx.root.display())),
+        "{out}"
+    );
+    fx.ok("shell", json!({"command": "echo made > made.txt"}))
+        .await;
+    assert_eq!(fx.read("made.txt"), "made\n");
+    // Make this process's stdin a pipe that never ends: an inherited stdin
+    // would leave `cat` waiting until the timeout.
+    let (stdin_r, _stdin_w) = std::io::pipe().unwrap();
+    rustix::stdio::dup2_stdin(&stdin_r).unwrap();
+    let out = fx
+        .ok("shell", json!({"argv": ["cat"], "timeout_secs": 5}))
+        .await;
+    assert_eq!(out, "exit status: 0\n(no output)");
+}
+
+#[tokio::test]
+async fn malformed_shell_arguments_are_refused_naming_them() {
+    let fx = fx();
+    for (args, needle) in [
+        (json!({}), "`argv`"),
+        (json!({"argv": ["ls"], "command": "ls"}), "not both"),
+        (json!({"argv": []}), "`argv` must start with a program"),
+        (json!({"argv": "ls"}), "`argv` must be an array of strings"),
+        (json!({"argv": ["ls", 3]}), "item 1"),
+        (json!({"command": "  "}), "`command` must not be empty"),
+        (
+            json!({"command": "ls", "timeout_secs": 0}),
+            "`timeout_secs` must be at least 1",
+        ),
+        (
+            json!({"command": "ls", "timeout_secs": 301}),
+            "`timeout_secs` must be at most 300",
+        ),
+        (
+            json!({"command": "ls", "cwd": "/"}),
+            "unknown argument `cwd`",
+        ),
+        (json!({"argv": ["ec\u{0}ho"]}), "NUL"),
+    ] {
+        match fx.call("shell", args.clone()).await {
+            Err(ToolError::RespondToModel(m)) => {
+                assert!(m.contains(needle) && m.starts_with("shell"), "{args}: {m}")
+            }
+            other => panic!("{args}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_description_warns_about_the_missing_sandbox() {
+    let fx = fx();
+    let d = fx.tool("shell").description().to_string();
+    assert!(d.contains("WITHOUT an OS sandbox"), "{d}");
+    assert!(d.contains("approval"), "{d}");
+}

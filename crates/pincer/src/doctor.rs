@@ -1,0 +1,219 @@
+//! `pincer doctor`: what pincer would use, and what is degraded, in one
+//! report; the text and `--json` renderings read the same struct.
+
+use crate::Ctx;
+use crate::wiring::{self, Env};
+use anyhow::{Context, Result};
+use pincer_core::config::ProviderKind;
+use pincer_providers::{ProbeReport, probe};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Serialize)]
+struct ProviderStatus {
+    name: String,
+    kind: ProviderKind,
+    base_url: String,
+    model: String,
+    /// The variable named by `api_key_env`, and whether it is set (never
+    /// its value).
+    api_key_env: Option<String>,
+    api_key_set: Option<bool>,
+    /// PR3: `/health` and `/models` of an OpenAI-compatible server on this
+    /// machine.
+    probe: Option<ProbeReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    version: &'static str,
+    home: String,
+    config: String,
+    config_found: bool,
+    workspace: Option<String>,
+    workspace_error: Option<String>,
+    path_resolution: Option<String>,
+    autonomy: &'static str,
+    fsync: &'static str,
+    providers: Vec<ProviderStatus>,
+    /// What `pincer agent` would use now, or why it cannot start.
+    agent_provider: Result<String, String>,
+    skills: Vec<String>,
+    skill_problems: Vec<String>,
+    /// Things that work, but less well than they could, said plainly.
+    degraded: Vec<String>,
+}
+
+fn is_local(url: &str) -> bool {
+    url.starts_with("http://127.")
+        || url.starts_with("http://localhost")
+        || url.starts_with("http://[::1]")
+}
+
+pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let env = Env::read(ctx);
+    let cfg = &ctx.config;
+    let mut providers = Vec::new();
+    for p in &cfg.providers {
+        let probe = if p.kind == ProviderKind::Openai && is_local(&p.base_url) {
+            Some(rt.block_on(probe(&p.base_url, Duration::from_secs(2))))
+        } else {
+            None
+        };
+        providers.push(ProviderStatus {
+            name: p.name.clone(),
+            kind: p.kind,
+            base_url: p.base_url.clone(),
+            model: p.model.clone(),
+            api_key_env: p.api_key_env.clone(),
+            api_key_set: p
+                .api_key_env
+                .as_ref()
+                .map(|k| env.keys.iter().any(|(name, _)| name == k)),
+            probe,
+        });
+    }
+    let agent_provider = rt
+        .block_on(wiring::choose_provider(ctx, &env, None))
+        .map(|c| c.how)
+        .map_err(|e| e.to_string());
+    let mut degraded = vec![
+        "shell: runs without an OS sandbox (namespaces, Landlock, cgroups are not built yet); \
+         under supervised or readonly autonomy it never runs unapproved"
+            .to_string(),
+        "policy: the autonomy × risk table applies to every tool call; the deny list, hooks and \
+         the audit trail are not built yet"
+            .to_string(),
+    ];
+    let (workspace, workspace_error, path_resolution) = match wiring::workspace_dir(ctx, &env, None)
+        .and_then(|d| wiring::open_workspace(ctx, &d))
+    {
+        Ok(ws) => {
+            if ws.resolution_mode() != pincer_tools::ResolutionMode::Openat2 {
+                degraded.push(format!("file tools: {}", ws.resolution_mode().as_str()));
+            }
+            (
+                Some(ws.root().display().to_string()),
+                None,
+                Some(ws.resolution_mode().as_str().to_string()),
+            )
+        }
+        Err(e) => (None, Some(e.to_string()), None),
+    };
+    let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
+    let report = Report {
+        version: env!("CARGO_PKG_VERSION"),
+        home: ctx.home.root().display().to_string(),
+        config: ctx.home.config_path().display().to_string(),
+        config_found: ctx.config_found,
+        workspace,
+        workspace_error,
+        path_resolution,
+        autonomy: cfg.policy.autonomy.as_str(),
+        fsync: cfg.session.fsync.as_str(),
+        providers,
+        agent_provider,
+        skills: skills.iter().map(|s| s.name.clone()).collect(),
+        skill_problems: problems
+            .iter()
+            .map(|p| format!("{}: {}", p.path.display(), p.reason))
+            .collect(),
+        degraded,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(o, "pincer {}", r.version);
+    let _ = writeln!(o, "home:      {}", r.home);
+    let _ = writeln!(
+        o,
+        "config:    {} ({})",
+        r.config,
+        if r.config_found {
+            "loaded"
+        } else {
+            "not found; defaults"
+        }
+    );
+    match (&r.workspace, &r.workspace_error) {
+        (Some(w), _) => {
+            let _ = writeln!(
+                o,
+                "workspace: {w} (paths resolved with {})",
+                r.path_resolution.as_deref().unwrap_or("?")
+            );
+        }
+        (_, Some(e)) => {
+            let _ = writeln!(o, "workspace: ERROR {e}");
+        }
+        _ => {}
+    }
+    let _ = writeln!(o, "autonomy:  {}    fsync: {}", r.autonomy, r.fsync);
+    let _ = writeln!(o, "providers:");
+    if r.providers.is_empty() {
+        let _ = writeln!(o, "  none configured");
+    }
+    for p in &r.providers {
+        let key = match (&p.api_key_env, p.api_key_set) {
+            (Some(k), Some(true)) => format!(", key from ${k} (set)"),
+            (Some(k), _) => format!(", key from ${k} (NOT SET)"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  {} ({:?}) {} model {}{key}",
+            p.name, p.kind, p.base_url, p.model
+        );
+        if let Some(pr) = &p.probe {
+            for c in [&pr.health, &pr.models] {
+                let state = if c.ok {
+                    "ok".to_string()
+                } else {
+                    c.error.clone().unwrap_or_default()
+                };
+                let _ = writeln!(o, "    GET {}: {state}", c.url);
+            }
+            if !pr.model_ids.is_empty() {
+                let _ = writeln!(o, "    models: {}", pr.model_ids.join(", "));
+            }
+        }
+    }
+    match &r.agent_provider {
+        Ok(how) => {
+            let _ = writeln!(o, "agent uses: {how}");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "agent cannot start: {e}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "skills:    {}",
+        if r.skills.is_empty() {
+            "none".into()
+        } else {
+            r.skills.join(", ")
+        }
+    );
+    for p in &r.skill_problems {
+        let _ = writeln!(o, "  not loaded: {p}");
+    }
+    let _ = writeln!(o, "degraded:");
+    for d in &r.degraded {
+        let _ = writeln!(o, "  - {d}");
+    }
+    o
+}

@@ -1,0 +1,276 @@
+//! Turning config + environment into live parts: the provider (with
+//! zero-config detection), the workspace and the tools. Shared by `agent`,
+//! `doctor` and the demo so they can never disagree (one fact, one source).
+
+use crate::Ctx;
+use anyhow::{Context, Result, bail};
+use pincer_core::config::{ProviderConfig, ProviderKind};
+use pincer_core::provider::Provider;
+use pincer_providers::{ProbeReport, detect_local};
+use pincer_tools::{ShellEnv, ToolLimits, Workspace, kernel_tools_with_shell_env};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Environment read once at start-up and passed down.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub workspace: Option<PathBuf>,
+    pub openai_key: Option<String>,
+    pub openai_base_url: Option<String>,
+    pub anthropic_key: Option<String>,
+    pub anthropic_base_url: Option<String>,
+    /// `PINCER_MODEL`: the model for a zero-config provider.
+    pub model: Option<String>,
+    /// Every variable a configured provider's `api_key_env` names.
+    pub keys: Vec<(String, String)>,
+    /// PATH and locale for the shell tool's cleared environment.
+    pub shell: ShellEnv,
+}
+
+impl Env {
+    pub fn read(ctx: &Ctx) -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let keys = ctx
+            .config
+            .providers
+            .iter()
+            .filter_map(|p| p.api_key_env.as_ref())
+            .filter_map(|k| var(k).map(|v| (k.clone(), v)))
+            .collect();
+        Env {
+            workspace: std::env::var_os("PINCER_WORKSPACE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            openai_key: var("OPENAI_API_KEY"),
+            openai_base_url: var("OPENAI_BASE_URL"),
+            anthropic_key: var("ANTHROPIC_API_KEY"),
+            anthropic_base_url: var("ANTHROPIC_BASE_URL"),
+            model: var("PINCER_MODEL"),
+            keys,
+            shell: ShellEnv::from_vars(std::env::vars_os()),
+        }
+    }
+
+    fn key_for(&self, cfg: &ProviderConfig) -> Option<String> {
+        let name = cfg.api_key_env.as_ref()?;
+        self.keys
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// The local servers zero-config looks for: Ollama, then llama-server.
+pub const LOCAL_CANDIDATES: [&str; 2] = ["http://127.0.0.1:11434/v1", "http://127.0.0.1:8080/v1"];
+
+/// Which provider(s) an agent will use and how that was decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderChoice {
+    /// The providers in fallback order.
+    pub chain: Vec<ProviderConfig>,
+    /// How they were chosen, in words (printed by `agent` and `doctor`).
+    pub how: String,
+    /// The local server probe, when zero-config probed one.
+    pub probe: Option<ProbeReport>,
+}
+
+const HOW_TO: &str = "no model provider is configured or detected. Either:
+  - set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible server),
+  - set ANTHROPIC_API_KEY,
+  - run a local server: Ollama (port 11434) or llama.cpp's llama-server (port 8080),
+  - add [providers.NAME] tables and [agent] fallback_chain to config.toml (see `pincer init`),
+  - or try `pincer demo`, which needs none of these.";
+
+fn zero_config(
+    name: &str,
+    kind: ProviderKind,
+    base_url: String,
+    model: String,
+    key_env: Option<&str>,
+) -> ProviderConfig {
+    ProviderConfig {
+        name: name.to_string(),
+        kind,
+        base_url,
+        model,
+        api_key_env: key_env.map(str::to_string),
+        headers: Default::default(),
+        context_window: 8192,
+        timeout_secs: 120,
+        max_retries: 2,
+        script: None,
+    }
+}
+
+/// Decides the providers: `--provider NAME`, else `[agent] fallback_chain`,
+/// else the only configured provider, else zero-config detection.
+pub async fn choose_provider(ctx: &Ctx, env: &Env, only: Option<&str>) -> Result<ProviderChoice> {
+    let cfg = &ctx.config;
+    if let Some(name) = only {
+        let p = cfg.provider(name).with_context(|| {
+            let names: Vec<&str> = cfg.providers.iter().map(|p| p.name.as_str()).collect();
+            format!(
+                "--provider {name}: no [providers.{name}] in the config (configured: {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )
+        })?;
+        return Ok(ProviderChoice {
+            chain: vec![p.clone()],
+            how: format!("--provider {name}"),
+            probe: None,
+        });
+    }
+    if !cfg.agent.fallback_chain.is_empty() {
+        let chain = cfg
+            .agent
+            .fallback_chain
+            .iter()
+            .filter_map(|n| cfg.provider(n).cloned())
+            .collect();
+        return Ok(ProviderChoice {
+            chain,
+            how: format!("[agent] fallback_chain = {:?}", cfg.agent.fallback_chain),
+            probe: None,
+        });
+    }
+    if let [only] = cfg.providers.as_slice() {
+        return Ok(ProviderChoice {
+            chain: vec![only.clone()],
+            how: format!("the only configured provider, `{}`", only.name),
+            probe: None,
+        });
+    }
+    if cfg.providers.len() > 1 {
+        bail!(
+            "several providers are configured but [agent] fallback_chain is empty: list them there in the order to try, or pass --provider NAME"
+        );
+    }
+    let context_window = cfg.context.context_window;
+    let choose = |mut p: ProviderConfig, how: String, probe| {
+        p.context_window = context_window;
+        Ok(ProviderChoice {
+            chain: vec![p],
+            how,
+            probe,
+        })
+    };
+    if env.openai_key.is_some() {
+        let url = env
+            .openai_base_url
+            .clone()
+            .unwrap_or_else(|| "https://api.openai.com/v1".into());
+        let model = env.model.clone().unwrap_or_else(|| "gpt-4o-mini".into());
+        let how = format!("OPENAI_API_KEY is set: OpenAI-compatible {url}, model {model}");
+        return choose(
+            zero_config(
+                "openai",
+                ProviderKind::Openai,
+                url,
+                model,
+                Some("OPENAI_API_KEY"),
+            ),
+            how,
+            None,
+        );
+    }
+    if env.anthropic_key.is_some() {
+        let url = env
+            .anthropic_base_url
+            .clone()
+            .unwrap_or_else(|| "https://api.anthropic.com".into());
+        let model = env
+            .model
+            .clone()
+            .unwrap_or_else(|| "claude-sonnet-4-5".into());
+        let how = format!("ANTHROPIC_API_KEY is set: Anthropic {url}, model {model}");
+        return choose(
+            zero_config(
+                "anthropic",
+                ProviderKind::Anthropic,
+                url,
+                model,
+                Some("ANTHROPIC_API_KEY"),
+            ),
+            how,
+            None,
+        );
+    }
+    if let Some((url, report)) = detect_local(&LOCAL_CANDIDATES, Duration::from_millis(500)).await {
+        let model = env
+            .model
+            .clone()
+            .or_else(|| report.model_ids.first().cloned())
+            .unwrap_or_else(|| "local".into());
+        let how = format!("a local server answers at {url}: model {model}");
+        return choose(
+            zero_config("local", ProviderKind::Openai, url, model, None),
+            how,
+            Some(report),
+        );
+    }
+    bail!("{HOW_TO}")
+}
+
+/// Builds the chosen providers (a router when there are several).
+pub fn build_provider(choice: &ProviderChoice, env: &Env) -> Result<Arc<dyn Provider>> {
+    let with_keys = |p: &ProviderConfig| {
+        let key = match p.api_key_env.as_deref() {
+            Some("OPENAI_API_KEY") if env.key_for(p).is_none() => env.openai_key.clone(),
+            Some("ANTHROPIC_API_KEY") if env.key_for(p).is_none() => env.anthropic_key.clone(),
+            _ => env.key_for(p),
+        };
+        if p.api_key_env.is_some() && key.is_none() {
+            bail!(
+                "provider `{}` reads its API key from ${}, which is not set",
+                p.name,
+                p.api_key_env.as_deref().unwrap_or_default()
+            );
+        }
+        Ok(key)
+    };
+    if let [only] = choice.chain.as_slice() {
+        return Ok(Arc::from(pincer_providers::build(only, with_keys(only)?)?));
+    }
+    let parts = choice
+        .chain
+        .iter()
+        .map(|p| Ok((p, with_keys(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(pincer_providers::build_router("fallback", parts)?))
+}
+
+/// The workspace directory: `--workspace`, `PINCER_WORKSPACE`, `[agent]
+/// workspace`, else `PINCER_HOME/workspace` (created).
+pub fn workspace_dir(ctx: &Ctx, env: &Env, flag: Option<PathBuf>) -> Result<PathBuf> {
+    let dir = flag
+        .or_else(|| env.workspace.clone())
+        .or_else(|| ctx.config.agent.workspace.clone())
+        .unwrap_or_else(|| ctx.home.root().join("workspace"));
+    pincer_core::fsutil::create_private_dir(&dir)
+        .with_context(|| format!("cannot create the workspace {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Opens the workspace, refusing one that overlaps pincer's own state.
+pub fn open_workspace(ctx: &Ctx, dir: &std::path::Path) -> Result<Arc<Workspace>> {
+    let home = ctx.home.root();
+    let protected = ["sessions", "audit", "memory", "keys", "config.toml"]
+        .iter()
+        .map(|p| home.join(p))
+        .collect();
+    Ok(Arc::new(Workspace::open(dir, protected)?))
+}
+
+pub fn tools(
+    ws: Arc<Workspace>,
+    env: &Env,
+    agent_id: &str,
+) -> Vec<Arc<dyn pincer_core::tool::Tool>> {
+    kernel_tools_with_shell_env(ws, &ToolLimits::default(), agent_id, env.shell.clone())
+}

@@ -1,0 +1,304 @@
+use crate::{fails, json, ok, stderr};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs pincer with a clean provider environment plus `envs`.
+fn pincer_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pincer"));
+    cmd.args(args)
+        .env("PINCER_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for k in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "PINCER_MODEL",
+        "PINCER_WORKSPACE",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run pincer")
+}
+
+fn write_scripted_config(home: &Path, script: &str, autonomy: &str) {
+    std::fs::create_dir_all(home).expect("home");
+    std::fs::write(home.join("script.json"), script).expect("script");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[policy]\nautonomy = \"{autonomy}\"\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
+        ),
+    )
+    .expect("config");
+}
+
+const SCRIPT: &str = r#"{"turns": [
+  {"tool_calls": [
+     {"id": "r", "name": "file_read", "arguments": {"path": "hello.txt"}},
+     {"id": "w", "name": "file_write", "arguments": {"path": "out.txt", "content": "x"}}],
+   "expect": {"last_role": "user", "last_message_contains": "read it"}},
+  {"text": "It says hi from the workspace.", "expect": {"last_role": "tool"}}
+]}"#;
+
+#[test]
+fn one_turn_with_tools_streams_json_events_and_gates_writes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("hello.txt"), "hi from the workspace").expect("file");
+    write_scripted_config(&home, SCRIPT, "supervised");
+    let out = ok(pincer_env(
+        &home,
+        &[
+            "agent",
+            "-m",
+            "read it please",
+            "--json",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+        &[],
+    ));
+    let events: Vec<serde_json::Value> = out.lines().map(json).collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"turn_started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"turn_done"), "{kinds:?}");
+    let finished: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_call_finished")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or(""),
+                e["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    // The read is low risk; the write needs an approval nobody can give
+    // (stdin is not a terminal), so it is denied and nothing is written.
+    assert_eq!(finished, [("file_read", "ok"), ("file_write", "denied")]);
+    assert!(!ws.join("out.txt").exists());
+    let text: String = events
+        .iter()
+        .filter(|e| e["event"] == "text_delta")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(text, "It says hi from the workspace.");
+    let session = std::fs::read_to_string(home.join("sessions/cli.jsonl")).expect("session");
+    assert_eq!(session.lines().count(), 5, "{session}");
+    assert!(session.contains("hi from the workspace"));
+}
+
+#[test]
+fn full_autonomy_runs_the_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    write_scripted_config(&home, SCRIPT, "full");
+    let out = pincer_env(
+        &home,
+        &[
+            "agent",
+            "-m",
+            "read it",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    let text = ok(out);
+    assert!(text.contains("It says hi from the workspace."), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).expect("written"),
+        "x"
+    );
+}
+
+/// A real HTTP server on loopback speaking OpenAI's streaming format; it
+/// answers one request and hands back the raw request it got.
+fn openai_mock() -> (String, std::thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut head = String::new();
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("read");
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().expect("length");
+            }
+            head.push_str(&line);
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).expect("body");
+        let sse = [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":" from a real socket."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":42,"completion_tokens":5}}"#,
+        ]
+        .iter()
+        .map(|d| format!("data: {d}\n\n"))
+        .collect::<String>()
+            + "data: [DONE]\n\n";
+        let mut stream = stream;
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{sse}",
+            sse.len()
+        )
+        .expect("respond");
+        head + &String::from_utf8_lossy(&body)
+    });
+    (url, handle)
+}
+
+#[test]
+fn zero_config_uses_openai_env_against_a_real_server() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (url, server) = openai_mock();
+    let out = pincer_env(
+        tmp.path(),
+        &["agent", "-m", "say hello"],
+        &[
+            ("OPENAI_API_KEY", "sk-test-123"),
+            ("OPENAI_BASE_URL", &url),
+            ("PINCER_MODEL", "tiny"),
+        ],
+    );
+    let err = stderr(&out);
+    let text = ok(out);
+    assert!(text.contains("Hello from a real socket."), "{text}");
+    assert!(
+        err.contains("OPENAI_API_KEY is set") && err.contains(&url),
+        "{err}"
+    );
+    assert!(
+        !err.contains("sk-test-123") && !text.contains("sk-test-123"),
+        "key leaked"
+    );
+    let request = server.join().expect("server");
+    assert!(
+        request.starts_with("POST /v1/chat/completions"),
+        "{request}"
+    );
+    assert!(
+        request
+            .to_ascii_lowercase()
+            .contains("authorization: bearer sk-test-123")
+    );
+    let body = json(request.split("\r\n\r\n").nth(1).expect("body"));
+    assert_eq!(body["model"], "tiny");
+    assert_eq!(body["stream"], true);
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["system", "user"]);
+    // The key never reaches the disk.
+    for entry in walk(tmp.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sk-test-123"),
+            "{}",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_provider_is_a_short_how_to_not_a_hang() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = pincer_env(tmp.path(), &["agent", "-m", "hi"], &[]);
+    let err = fails(out);
+    for hint in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "11434",
+        "8080",
+        "pincer demo",
+    ] {
+        assert!(err.contains(hint), "{hint}: {err}");
+    }
+    let err = fails(pincer_env(
+        tmp.path(),
+        &["agent", "-m", "hi", "--provider", "nope"],
+        &[],
+    ));
+    assert!(
+        err.contains("--provider nope") && err.contains("no [providers.nope]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_workspace_holding_pincer_state_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, SCRIPT, "full");
+    std::fs::create_dir_all(home.join("sessions")).expect("sessions");
+    let err = fails(pincer_env(
+        &home,
+        &[
+            "agent",
+            "-m",
+            "hi",
+            "--workspace",
+            tmp.path().to_str().expect("utf8"),
+        ],
+        &[],
+    ));
+    assert!(err.contains("protected path"), "{err}");
+}
+
+#[test]
+fn doctor_reports_providers_and_degradations_as_json() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, SCRIPT, "readonly");
+    let doc = json(&ok(pincer_env(&home, &["doctor", "--json"], &[])));
+    assert_eq!(doc["autonomy"], "readonly");
+    assert_eq!(doc["config_found"], true);
+    assert_eq!(doc["providers"][0]["name"], "s");
+    assert!(
+        doc["agent_provider"]["Ok"]
+            .as_str()
+            .is_some_and(|s| s.contains("`s`")),
+        "{doc}"
+    );
+    let degraded = doc["degraded"].to_string();
+    assert!(degraded.contains("without an OS sandbox"), "{degraded}");
+    let text = ok(pincer_env(&home, &["doctor"], &[]));
+    assert!(text.contains("autonomy:  readonly"), "{text}");
+}
