@@ -299,8 +299,9 @@ impl Agent {
                 closed_calls: closed,
             });
         }
+        // The fsync policy decides durability: under "turn" and "always" the
+        // user message is on disk before the model is asked (ST6).
         conv.append(&[Message::user(user_text)])?;
-        conv.writer.sync()?;
 
         for iteration in 1..=self.settings.max_tool_iterations {
             let (response, estimated_input, trimmed_now) = {
@@ -316,14 +317,12 @@ impl Agent {
                         tokens_after: trimmed.tokens_after,
                     });
                 }
+                // What trimming counted, less the reply's reserve: the input
+                // as we estimate it, to calibrate against the provider's count.
+                let estimated_input = trimmed
+                    .tokens_after
+                    .saturating_sub(self.settings.output_reserve);
                 let request = self.request(trimmed.messages, &trimmed.summary);
-                let estimated_input: usize = self.counter.text_tokens(&request.system)
-                    + request
-                        .messages
-                        .iter()
-                        .map(|m| self.counter.message_tokens(m))
-                        .sum::<usize>()
-                    + self.tool_def_tokens;
                 let on_text = |t: &str| {
                     on_event(AgentEvent::TextDelta {
                         text: t.to_string(),
@@ -454,7 +453,7 @@ impl Agent {
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
     ) -> (Vec<Message>, Option<(String, String)>) {
         enum Plan {
-            Run(Arc<dyn Tool>, serde_json::Value),
+            Run(Arc<dyn Tool>, serde_json::Value, Risk),
             Done(ToolStatus, String),
         }
         let mut plans = Vec::with_capacity(calls.len());
@@ -474,7 +473,7 @@ impl Agent {
             };
             let risk = tool.risk(&args);
             let plan = match policy::decide(self.settings.autonomy, risk) {
-                Decision::Allow => Plan::Run(tool, args),
+                Decision::Allow => Plan::Run(tool, args, risk),
                 Decision::Block(reason) => {
                     Plan::Done(ToolStatus::Blocked, format!("blocked by policy: {reason}"))
                 }
@@ -502,7 +501,7 @@ impl Agent {
                         ))
                     });
                     match answer {
-                        ApprovalAnswer::Approved => Plan::Run(tool, args),
+                        ApprovalAnswer::Approved => Plan::Run(tool, args, risk),
                         ApprovalAnswer::Denied(why) => Plan::Done(
                             ToolStatus::Denied,
                             format!(
@@ -514,7 +513,7 @@ impl Agent {
                     }
                 }
             };
-            if let Plan::Run(_, args) = &plan {
+            if let Plan::Run(_, args, _) = &plan {
                 on_event(AgentEvent::ToolCallStarted {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -525,13 +524,43 @@ impl Agent {
             plans.push(plan);
         }
 
-        let runs = plans.iter().map(|p| async move {
+        // Low-risk calls only read, so they are independent and run in
+        // parallel; a call that changes something runs alone, in call order,
+        // so two edits of one file never race and a read after a write in
+        // the same reply sees the write.
+        fn changes(p: &Plan) -> bool {
+            matches!(p, Plan::Run(_, _, r) if *r > Risk::Low)
+        }
+        fn start(p: &Plan) -> Option<BoxFuture<'_, Result<String, ToolError>>> {
             match p {
-                Plan::Run(tool, args) => Some(tool.execute(args).await),
+                Plan::Run(tool, args, _) => Some(tool.execute(args)),
                 Plan::Done(..) => None,
             }
-        });
-        let outcomes = futures_util::future::join_all(runs).await;
+        }
+        let mut outcomes = Vec::with_capacity(plans.len());
+        let mut i = 0;
+        while i < plans.len() {
+            if changes(&plans[i]) {
+                outcomes.push(match start(&plans[i]) {
+                    Some(f) => Some(f.await),
+                    None => None,
+                });
+                i += 1;
+                continue;
+            }
+            let end = plans[i..]
+                .iter()
+                .position(changes)
+                .map_or(plans.len(), |n| i + n);
+            let batch = plans[i..end].iter().map(|p| async move {
+                match start(p) {
+                    Some(f) => Some(f.await),
+                    None => None,
+                }
+            });
+            outcomes.extend(futures_util::future::join_all(batch).await);
+            i = end;
+        }
 
         let mut results = Vec::with_capacity(calls.len());
         let mut fatal = None;

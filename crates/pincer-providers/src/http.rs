@@ -247,6 +247,10 @@ pub(crate) fn client(
         .user_agent(concat!("pincer/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(timeout)
         .read_timeout(timeout)
+        // A redirect to another host would carry `x-api-key` and configured
+        // headers along (reqwest strips only `Authorization`): follow none;
+        // a 3xx is reported as a rejection naming the status.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ProviderError::Config {
             provider: provider.to_string(),
@@ -493,8 +497,11 @@ pub(crate) fn arguments_raw(text: &str) -> Box<serde_json::value::RawValue> {
     if trimmed.is_empty() {
         return pincer_core::ToolCall::new("", "", &serde_json::json!({})).arguments;
     }
+    // Line breaks in valid JSON are insignificant whitespace; as spaces they
+    // keep the stored message on one line (pretty-printed arguments are common).
     if trimmed.starts_with('{')
-        && let Ok(raw) = serde_json::value::RawValue::from_string(trimmed.to_string())
+        && let Ok(raw) =
+            serde_json::value::RawValue::from_string(trimmed.replace(['\n', '\r'], " "))
     {
         return raw;
     }
@@ -504,6 +511,22 @@ pub(crate) fn arguments_raw(text: &str) -> Box<serde_json::value::RawValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pretty_printed_arguments_become_one_line() {
+        let raw = arguments_raw("{\n  \"path\": \"x\",\r\n  \"n\": 1\n}");
+        assert!(!raw.get().contains(['\n', '\r']), "{}", raw.get());
+        let m = pincer_core::Message::assistant_calls(
+            "",
+            vec![pincer_core::ToolCall {
+                id: "c".into(),
+                name: "t".into(),
+                arguments: raw,
+            }],
+        );
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(m.tool_calls[0].arguments_value()["path"], "x");
+    }
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)

@@ -318,7 +318,15 @@ impl<'a> StreamState<'a> {
                 });
             }
             tool_calls.push(ToolCall {
-                id: call.id.unwrap_or_else(|| format!("call_{index}")),
+                // A server that sends no id: make one unique across the
+                // session (Anthropic, later in a fallback chain, rejects
+                // repeated tool_use ids).
+                id: call.id.unwrap_or_else(|| {
+                    format!(
+                        "call_{}_{index}",
+                        pincer_core::message::Timestamp::now().as_millis()
+                    )
+                }),
                 name: call.name,
                 arguments: http::arguments_raw(&call.arguments),
             });
@@ -416,7 +424,8 @@ mod tests {
         let r = r.expect("ok");
         assert_eq!(r.finish, FinishReason::ToolCalls);
         assert_eq!(r.tool_calls.len(), 2);
-        assert_eq!(r.tool_calls[0].id, "call_0");
+        let id = &r.tool_calls[0].id;
+        assert!(id.starts_with("call_") && id.ends_with("_0"), "{id}");
         assert_eq!(r.tool_calls[0].arguments.get(), r#"{"x":1}"#);
         assert_eq!(r.tool_calls[1].arguments.get(), "{}");
     }

@@ -37,9 +37,12 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    /// The server is usable: `/health` or `/models` answered 2xx.
+    /// The server is usable: `/models` answered with an OpenAI model list.
     pub fn answers(&self) -> bool {
-        self.health.ok || self.models.ok
+        // `/health` alone is not enough: port 8080 is often some other web
+        // server with a health route. Only a model list proves an
+        // OpenAI-compatible server we can send prompts to.
+        self.models.ok
     }
 }
 

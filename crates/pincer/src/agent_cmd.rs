@@ -5,7 +5,7 @@ use crate::wiring::{self, Env};
 use anyhow::{Context, Result};
 use pincer_core::agent::{
     Agent, AgentEvent, AgentSettings, ApprovalAnswer, ApprovalRequest, Approver, Conversation,
-    DenyAll, ToolStatus,
+    DenyAll, StopReason, ToolStatus,
 };
 use pincer_core::provider::BoxFuture;
 use pincer_core::session::SessionStore;
@@ -40,11 +40,10 @@ struct TerminalApprover;
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
         let prompt = format!(
-            "\n[approval] {} wants to run `{}` ({} risk) with {}\n           approve? [y/N] ",
-            "the agent",
-            req.tool,
+            "\n[approval] the agent wants to run `{}` ({} risk) with {}\n           approve? [y/N] ",
+            terminal_safe(&req.tool),
             req.risk.as_str(),
-            req.arguments
+            terminal_safe(&req.arguments.to_string())
         );
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {
@@ -65,29 +64,52 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// Text from a model or a tool, made safe for a terminal: control
+/// characters other than newline and tab (escape sequences that could hide
+/// or rewrite what is around an approval prompt, set the clipboard…) and
+/// bidirectional overrides are shown escaped. Tool output is data (PO5).
+pub fn terminal_safe(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let unsafe_char = (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if unsafe_char {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 /// Renders events as text (tool activity on stderr, the reply on stdout)
-/// or as JSON lines on stdout.
+/// or as JSON lines on stdout. A closed stdout (`| head`) is not an error
+/// worth dying for mid-turn: writes that fail are dropped.
 fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
     move |e: AgentEvent| {
+        let mut out = std::io::stdout().lock();
+        let mut err = std::io::stderr().lock();
         if json {
             if let Ok(line) = serde_json::to_string(&e) {
-                println!("{line}");
+                let _ = writeln!(out, "{line}");
             }
             return;
         }
-        match e {
+        let _ = match e {
             AgentEvent::TextDelta { text } => {
-                print!("{text}");
-                let _ = std::io::stdout().flush();
+                write!(out, "{}", terminal_safe(&text)).and_then(|()| out.flush())
             }
             AgentEvent::ToolCallStarted {
                 name,
                 arguments,
                 risk,
                 ..
-            } => {
-                eprintln!("\n  ⚙ {name} {arguments} ({} risk)", risk.as_str());
-            }
+            } => writeln!(
+                err,
+                "\n  ⚙ {name} {} ({} risk)",
+                terminal_safe(&arguments.to_string()),
+                risk.as_str()
+            ),
             AgentEvent::ToolCallFinished {
                 name,
                 status,
@@ -101,30 +123,43 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
                     ToolStatus::Denied => "✋",
                 };
                 let first = preview.lines().next().unwrap_or("");
-                eprintln!("  {mark} {name}: {first}");
+                writeln!(err, "  {mark} {name}: {}", terminal_safe(first))
             }
-            AgentEvent::Repaired { closed_calls } => {
-                eprintln!(
-                    "  (closed {} tool call(s) an earlier crash left open)",
-                    closed_calls.len()
-                );
-            }
+            AgentEvent::Repaired { closed_calls } => writeln!(
+                err,
+                "  (closed {} tool call(s) an earlier crash left open)",
+                closed_calls.len()
+            ),
             AgentEvent::Trimmed {
                 dropped_turns,
                 tokens_before,
                 tokens_after,
-            } => {
-                eprintln!(
-                    "  (trimmed {dropped_turns} old turn(s): {tokens_before} -> {tokens_after} tokens)"
-                );
-            }
-            AgentEvent::TurnDone { .. } => println!(),
-            _ => {}
-        }
+            } => writeln!(
+                err,
+                "  (trimmed {dropped_turns} old turn(s): {tokens_before} -> {tokens_after} tokens)"
+            ),
+            AgentEvent::TurnDone {
+                stop: StopReason::MaxToolIterations,
+                reply,
+                ..
+            } => writeln!(out).and_then(|()| writeln!(err, "{reply}")),
+            AgentEvent::TurnDone { .. } => writeln!(out),
+            _ => Ok(()),
+        };
     }
 }
 
 pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
+    // The shell tool runs unsandboxed for now: keep other processes of this
+    // user (the agent's own shell among them) from reading our environment,
+    // API keys included, through /proc/<pid>/environ or ptrace.
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!(
+            "warning: cannot make pincer non-dumpable ({e}); its environment is readable by the shell tool"
+        );
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -180,8 +215,11 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
     let render = renderer(args.json);
 
     if let Some(message) = args.message {
+        if message.trim().is_empty() {
+            anyhow::bail!("-m/--message is empty; say something, or leave it out for the REPL");
+        }
         let mut conv = Conversation::open(&store, &args.session)?;
-        return rt.block_on(async {
+        let result = rt.block_on(async {
             tokio::select! {
                 r = agent.run_turn(&mut conv, &message, &render) => {
                     r?;
@@ -193,8 +231,14 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
                 }
             }
         });
+        // An approval prompt may still be blocked reading the terminal:
+        // do not wait for it on the way out.
+        rt.shutdown_background();
+        return result;
     }
-    repl(&rt, &store, &mut agent, args.session, &render)
+    let result = repl(&rt, &store, &mut agent, args.session, &render);
+    rt.shutdown_background();
+    result
 }
 
 fn repl(
@@ -232,10 +276,15 @@ fn repl(
         {
             ("/exit", _) => break,
             ("/new", _) => {
-                key = format!("cli-{}", pincer_core::message::Timestamp::now().as_millis());
-                drop(conv);
-                conv = Conversation::open(store, &key)?;
-                eprintln!("new session `{key}`");
+                let next = format!("cli-{}", pincer_core::message::Timestamp::now().as_millis());
+                match Conversation::open(store, &next) {
+                    Ok(c) => {
+                        conv = c;
+                        key = next;
+                        eprintln!("new session `{key}`");
+                    }
+                    Err(e) => eprintln!("error: {e}"),
+                }
                 continue;
             }
             ("/session", "") => {
@@ -243,10 +292,16 @@ fn repl(
                 continue;
             }
             ("/session", next) => {
-                drop(conv);
-                conv = Conversation::open(store, next)?;
-                key = next.to_string();
-                eprintln!("session `{key}`: {} live messages", conv.messages().len());
+                // Open first: a bad key or a session busy elsewhere keeps
+                // the current one.
+                match Conversation::open(store, next) {
+                    Ok(c) => {
+                        conv = c;
+                        key = next.to_string();
+                        eprintln!("session `{key}`: {} live messages", conv.messages().len());
+                    }
+                    Err(e) => eprintln!("error: {e}"),
+                }
                 continue;
             }
             (cmd, _) if cmd.starts_with('/') => {
@@ -273,4 +328,22 @@ fn repl(
         let _ = editor.save_history(h);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn terminal_output_cannot_carry_escape_sequences() {
+        assert_eq!(terminal_safe("ok\nnext\tcol"), "ok\nnext\tcol");
+        let shown = terminal_safe("\u{1b}[8mhidden\u{1b}]52;c;Zm9v\u{7}\u{202e}txt");
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{202e}')
+        );
+        assert!(
+            shown.contains("\\u{1b}[8mhidden") && shown.contains("\\u{202e}"),
+            "{shown}"
+        );
+    }
 }

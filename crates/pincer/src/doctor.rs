@@ -39,6 +39,8 @@ struct Report {
     providers: Vec<ProviderStatus>,
     /// What `pincer agent` would use now, or why it cannot start.
     agent_provider: Result<String, String>,
+    /// PR3: what zero-config detection found on this machine, if it probed.
+    detected_local: Option<ProbeReport>,
     skills: Vec<String>,
     skill_problems: Vec<String>,
     /// Things that work, but less well than they could, said plainly.
@@ -78,10 +80,13 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
             probe,
         });
     }
-    let agent_provider = rt
-        .block_on(wiring::choose_provider(ctx, &env, None))
-        .map(|c| c.how)
-        .map_err(|e| e.to_string());
+    // The same choice `pincer agent` makes, built the same way, so a missing
+    // key shows here as it would there.
+    let choice = rt.block_on(wiring::choose_provider(ctx, &env, None));
+    let detected = choice.as_ref().ok().and_then(|c| c.probe.clone());
+    let agent_provider = choice
+        .and_then(|c| wiring::build_provider(&c, &env).map(|_| c.how))
+        .map_err(|e| format!("{e:#}"));
     let mut degraded = vec![
         "shell: runs without an OS sandbox (namespaces, Landlock, cgroups are not built yet); \
          under supervised or readonly autonomy it never runs unapproved"
@@ -118,6 +123,7 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
         fsync: cfg.session.fsync.as_str(),
         providers,
         agent_provider,
+        detected_local: detected,
         skills: skills.iter().map(|s| s.name.clone()).collect(),
         skill_problems: problems
             .iter()
@@ -178,22 +184,15 @@ fn render(r: &Report) -> String {
             p.name, p.kind, p.base_url, p.model
         );
         if let Some(pr) = &p.probe {
-            for c in [&pr.health, &pr.models] {
-                let state = if c.ok {
-                    "ok".to_string()
-                } else {
-                    c.error.clone().unwrap_or_default()
-                };
-                let _ = writeln!(o, "    GET {}: {state}", c.url);
-            }
-            if !pr.model_ids.is_empty() {
-                let _ = writeln!(o, "    models: {}", pr.model_ids.join(", "));
-            }
+            render_probe(&mut o, pr);
         }
     }
     match &r.agent_provider {
         Ok(how) => {
             let _ = writeln!(o, "agent uses: {how}");
+            if let Some(pr) = &r.detected_local {
+                render_probe(&mut o, pr);
+            }
         }
         Err(e) => {
             let _ = writeln!(o, "agent cannot start: {e}");
@@ -216,4 +215,19 @@ fn render(r: &Report) -> String {
         let _ = writeln!(o, "  - {d}");
     }
     o
+}
+
+fn render_probe(o: &mut String, pr: &ProbeReport) {
+    use std::fmt::Write as _;
+    for c in [&pr.health, &pr.models] {
+        let state = if c.ok {
+            "ok".to_string()
+        } else {
+            c.error.clone().unwrap_or_default()
+        };
+        let _ = writeln!(o, "    GET {}: {state}", c.url);
+    }
+    if !pr.model_ids.is_empty() {
+        let _ = writeln!(o, "    models: {}", pr.model_ids.join(", "));
+    }
 }

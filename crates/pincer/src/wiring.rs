@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Environment read once at start-up and passed down.
-#[derive(Debug, Clone, Default)]
+/// Environment read once at start-up and passed down. Its `Debug` never
+/// prints a key.
+#[derive(Clone, Default)]
 pub struct Env {
     pub workspace: Option<PathBuf>,
     pub openai_key: Option<String>,
@@ -27,6 +28,24 @@ pub struct Env {
     pub keys: Vec<(String, String)>,
     /// PATH and locale for the shell tool's cleared environment.
     pub shell: ShellEnv,
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |k: &Option<String>| if k.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("Env")
+            .field("workspace", &self.workspace)
+            .field("openai_key", &set(&self.openai_key))
+            .field("openai_base_url", &self.openai_base_url)
+            .field("anthropic_key", &set(&self.anthropic_key))
+            .field("anthropic_base_url", &self.anthropic_base_url)
+            .field("model", &self.model)
+            .field(
+                "keys",
+                &self.keys.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl Env {
@@ -234,9 +253,8 @@ pub fn build_provider(choice: &ProviderChoice, env: &Env) -> Result<Arc<dyn Prov
         }
         Ok(key)
     };
-    if let [only] = choice.chain.as_slice() {
-        return Ok(Arc::from(pincer_providers::build(only, with_keys(only)?)?));
-    }
+    // Even one provider goes through the router: it is what retries with
+    // backoff and honours Retry-After (PR2).
     let parts = choice
         .chain
         .iter()

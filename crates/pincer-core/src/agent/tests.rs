@@ -612,3 +612,79 @@ async fn long_sessions_are_trimmed_and_the_trim_persisted() {
         "the in-memory view is current"
     );
 }
+
+/// Counts how many of its calls run at once.
+struct Counted {
+    now: Arc<std::sync::atomic::AtomicUsize>,
+    max: Arc<std::sync::atomic::AtomicUsize>,
+    order: Arc<Mutex<Vec<String>>>,
+}
+
+impl Tool for Counted {
+    fn name(&self) -> &str {
+        "edit"
+    }
+    fn description(&self) -> &str {
+        "edits"
+    }
+    fn parameters_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    fn risk(&self, _args: &serde_json::Value) -> Risk {
+        Risk::Medium
+    }
+    fn execute<'a>(
+        &'a self,
+        args: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            let n = self.now.fetch_add(1, SeqCst) + 1;
+            self.max.fetch_max(n, SeqCst);
+            // Give a concurrent call every chance to start.
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            self.order.lock().expect("lock").push(args["n"].to_string());
+            self.now.fetch_sub(1, SeqCst);
+            Ok("edited".into())
+        })
+    }
+}
+
+#[tokio::test]
+async fn calls_that_change_things_run_one_at_a_time_in_order() {
+    let fx = Fixture::new();
+    let max = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let tool: Arc<dyn Tool> = Arc::new(Counted {
+        now: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        max: max.clone(),
+        order: order.clone(),
+    });
+    let model = Model::new(vec![
+        calls(&[
+            ("1", "edit", json!({"n": 1})),
+            ("2", "edit", json!({"n": 2})),
+            ("3", "edit", json!({"n": 3})),
+        ]),
+        text("ok"),
+    ]);
+    let mut agent = Agent::new(
+        model,
+        vec![tool],
+        Arc::new(DenyAll("x".into())),
+        settings(Autonomy::Full),
+    );
+    let mut conv = Conversation::open(&fx.store, "e").expect("open");
+    agent
+        .run_turn(&mut conv, "edit thrice", &fx.sink())
+        .await
+        .expect("turn");
+    assert_eq!(
+        max.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "edits overlapped"
+    );
+    assert_eq!(*order.lock().expect("lock"), ["1", "2", "3"]);
+}

@@ -337,3 +337,30 @@ async fn api_key_never_appears_in_errors_or_debug() {
     }
     mock.assert_protocol_invariants();
 }
+
+/// A redirect to another host must not carry `x-api-key` there: redirects
+/// are not followed at all, and the 3xx is a clear rejection.
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_the_key_stays_home() {
+    let elsewhere = Mock::start().await;
+    elsewhere.on(PATH, Reply::json(200, json!({"stolen": true})));
+    let mock = Mock::start().await;
+    mock.on(
+        PATH,
+        Reply::status(307, "").with_header("location", &format!("{}{PATH}", elsewhere.url)),
+    );
+    let p = provider(&mock, Some("sk-ant-secret"));
+    let err = p
+        .chat(&simple_request(), &|_| {})
+        .await
+        .expect_err("a redirect is refused");
+    assert!(
+        matches!(&err, ProviderError::Rejected { status: 307, .. }),
+        "{err}"
+    );
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the key went to another host"
+    );
+    assert!(!err.to_string().contains("sk-ant-secret"));
+}

@@ -124,47 +124,56 @@ fn full_autonomy_runs_the_write() {
     );
 }
 
-/// A real HTTP server on loopback speaking OpenAI's streaming format; it
-/// answers one request and hands back the raw request it got.
-fn openai_mock() -> (String, std::thread::JoinHandle<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let handle = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().expect("accept");
-        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-        let mut head = String::new();
-        let mut len = 0usize;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("read");
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                len = v.trim().parse().expect("length");
-            }
-            head.push_str(&line);
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body).expect("body");
-        let sse = [
-            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"content":" from a real socket."}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":42,"completion_tokens":5}}"#,
-        ]
+const HELLO_SSE: [&str; 4] = [
+    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"content":" from a real socket."}}]}"#,
+    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    r#"{"choices":[],"usage":{"prompt_tokens":42,"completion_tokens":5}}"#,
+];
+
+fn sse_response() -> String {
+    let sse = HELLO_SSE
         .iter()
         .map(|d| format!("data: {d}\n\n"))
         .collect::<String>()
-            + "data: [DONE]\n\n";
-        let mut stream = stream;
-        write!(
-            stream,
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{sse}",
-            sse.len()
-        )
-        .expect("respond");
-        head + &String::from_utf8_lossy(&body)
+        + "data: [DONE]\n\n";
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{sse}",
+        sse.len()
+    )
+}
+
+/// A real HTTP server on loopback speaking OpenAI's format: it answers one
+/// connection per entry of `responses` (raw HTTP) and hands back the raw
+/// requests it got.
+fn openai_mock(responses: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        for response in responses {
+            let (stream, _) = listener.accept().expect("accept");
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut head = String::new();
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("read");
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().expect("length");
+                }
+                head.push_str(&line);
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).expect("body");
+            let mut stream = stream;
+            stream.write_all(response.as_bytes()).expect("respond");
+            requests.push(head + &String::from_utf8_lossy(&body));
+        }
+        requests
     });
     (url, handle)
 }
@@ -172,7 +181,7 @@ fn openai_mock() -> (String, std::thread::JoinHandle<String>) {
 #[test]
 fn zero_config_uses_openai_env_against_a_real_server() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (url, server) = openai_mock();
+    let (url, server) = openai_mock(vec![sse_response()]);
     let out = pincer_env(
         tmp.path(),
         &["agent", "-m", "say hello"],
@@ -193,7 +202,7 @@ fn zero_config_uses_openai_env_against_a_real_server() {
         !err.contains("sk-test-123") && !text.contains("sk-test-123"),
         "key leaked"
     );
-    let request = server.join().expect("server");
+    let request = server.join().expect("server").remove(0);
     assert!(
         request.starts_with("POST /v1/chat/completions"),
         "{request}"
@@ -301,4 +310,123 @@ fn doctor_reports_providers_and_degradations_as_json() {
     assert!(degraded.contains("without an OS sandbox"), "{degraded}");
     let text = ok(pincer_env(&home, &["doctor"], &[]));
     assert!(text.contains("autonomy:  readonly"), "{text}");
+}
+
+#[test]
+fn skills_reach_the_system_prompt_and_are_listed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(
+        &home,
+        r#"{"turns": [{"text": "Metric it is.", "expect": {"system_contains": "Always answer in metric units."}}]}"#,
+        "supervised",
+    );
+    std::fs::create_dir_all(home.join("skills")).expect("skills");
+    std::fs::write(
+        home.join("skills/units.md"),
+        "Always answer in metric units.",
+    )
+    .expect("skill");
+    let listed = ok(pincer_env(&home, &["skills"], &[]));
+    assert!(listed.contains("units"), "{listed}");
+    // The scripted model rejects the request unless the skill is in it.
+    let out = ok(pincer_env(&home, &["agent", "-m", "how warm is it?"], &[]));
+    assert!(out.contains("Metric it is."), "{out}");
+}
+
+#[test]
+fn the_repl_reads_lines_until_exit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(
+        &home,
+        r#"{"turns": [
+            {"text": "First answer.", "expect": {"last_message_contains": "first"}},
+            {"text": "Second answer.", "expect": {"last_message_contains": "second"}}
+        ]}"#,
+        "supervised",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(["agent", "--session", "r"])
+        .env("PINCER_HOME", &home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"the first question\n/session\n/frobnicate\nthe second question\n/exit\nnever sent\n",
+        )
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let err = stderr(&out);
+    let text = ok(out);
+    assert!(
+        text.contains("First answer.") && text.contains("Second answer."),
+        "{text}"
+    );
+    assert!(err.contains("session `r`: 2 live messages"), "{err}");
+    assert!(err.contains("unknown command /frobnicate"), "{err}");
+    let session = std::fs::read_to_string(home.join("sessions/r.jsonl")).expect("session");
+    assert_eq!(session.lines().count(), 4, "{session}");
+    assert!(!session.contains("never sent"));
+}
+
+#[test]
+fn a_single_provider_still_retries_a_429() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let busy = "{\"error\":{\"message\":\"slow down\"}}";
+    let rate_limited = format!(
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after: 0\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{busy}",
+        busy.len()
+    );
+    let (url, server) = openai_mock(vec![rate_limited, sse_response()]);
+    let out = pincer_env(
+        tmp.path(),
+        &["agent", "-m", "say hello"],
+        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", &url)],
+    );
+    let text = ok(out);
+    assert!(text.contains("Hello from a real socket."), "{text}");
+    assert_eq!(server.join().expect("server").len(), 2, "retried once");
+}
+
+#[test]
+fn hitting_max_tool_iterations_says_so_in_text_mode() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(
+        &home,
+        r#"{"turns": [{"tool_calls": [{"id": "a", "name": "file_list", "arguments": {}}]}]}"#,
+        "supervised",
+    );
+    let cfg = std::fs::read_to_string(home.join("config.toml")).expect("cfg");
+    std::fs::write(
+        home.join("config.toml"),
+        format!("[agent]\nmax_tool_iterations = 1\n\n{cfg}"),
+    )
+    .expect("cfg");
+    let out = pincer_env(&home, &["agent", "-m", "list"], &[]);
+    let err = stderr(&out);
+    ok(out);
+    assert!(
+        err.contains("stopped this turn after 1 tool iterations"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_message_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, SCRIPT, "supervised");
+    let err = fails(pincer_env(&home, &["agent", "-m", "  "], &[]));
+    assert!(err.contains("-m/--message is empty"), "{err}");
+    assert!(!home.join("sessions/cli.jsonl").exists());
 }
