@@ -88,15 +88,15 @@ impl AnthropicProvider {
             Some(root) => format!("{root}/v1/messages"),
             None => format!("{}/v1/messages", ep.base_url),
         };
-        let resp = ep
-            .post_json(&url, headers, &request_body(&ep.model, req))
-            .await?;
-        let mut stream = StreamState::new(&ep.name, &ep.model);
-        let ended = http::read_events(&ep.name, ep.timeout, resp, |ev| {
-            stream.on_event(&ev, on_text)
-        })
-        .await?;
-        stream.finish(ended)
+        let stream = StreamState::new(&ep.name, &ep.model);
+        ep.stream_chat(
+            &url,
+            headers,
+            &request_body(&ep.model, req),
+            stream,
+            on_text,
+        )
+        .await
     }
 }
 
@@ -305,6 +305,20 @@ struct StreamState<'a> {
     stop_reason: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+}
+
+impl http::WireStream for StreamState<'_> {
+    fn on_event(
+        &mut self,
+        ev: &SseEvent,
+        on_text: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        StreamState::on_event(self, ev, on_text)
+    }
+
+    fn finish(self, done: bool) -> Result<ChatResponse, ProviderError> {
+        StreamState::finish(self, done)
+    }
 }
 
 impl<'a> StreamState<'a> {

@@ -147,6 +147,24 @@ impl Endpoint {
 
     /// POSTs a JSON body and returns the response if its status is a
     /// success; any other status becomes the matching error.
+    /// POSTs `body` to `url` and assembles the streamed reply with `stream`:
+    /// the part every wire format shares.
+    pub(crate) async fn stream_chat<S: WireStream>(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &serde_json::Value,
+        mut stream: S,
+        on_text: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<pincer_core::provider::ChatResponse, ProviderError> {
+        let resp = self.post_json(url, headers, body).await?;
+        let ended = read_events(&self.name, self.timeout, resp, |ev| {
+            stream.on_event(&ev, on_text)
+        })
+        .await?;
+        stream.finish(ended)
+    }
+
     pub(crate) async fn post_json(
         &self,
         url: &str,
@@ -431,6 +449,17 @@ const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 /// Reads an SSE body, handing each event to `on_event` until it breaks.
 /// Returns `true` when `on_event` ended the stream, `false` when the body
 /// ended first (the caller decides whether that was complete).
+/// One vendor's streamed reply, assembled event by event.
+pub(crate) trait WireStream {
+    fn on_event(
+        &mut self,
+        ev: &SseEvent,
+        on_text: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<ControlFlow<()>, ProviderError>;
+    /// The assembled reply; `done` says whether the stream ended properly.
+    fn finish(self, done: bool) -> Result<pincer_core::provider::ChatResponse, ProviderError>;
+}
+
 pub(crate) async fn read_events(
     provider: &str,
     timeout: Duration,

@@ -73,15 +73,15 @@ impl OpenAiProvider {
             headers.insert(AUTHORIZATION, key.header(&ep.name, "Bearer ")?);
         }
         let url = format!("{}/chat/completions", ep.base_url);
-        let resp = ep
-            .post_json(&url, headers, &request_body(&ep.model, req))
-            .await?;
-        let mut stream = StreamState::new(&ep.name, &ep.model);
-        let ended = http::read_events(&ep.name, ep.timeout, resp, |ev| {
-            stream.on_event(&ev, on_text)
-        })
-        .await?;
-        stream.finish(ended)
+        let stream = StreamState::new(&ep.name, &ep.model);
+        ep.stream_chat(
+            &url,
+            headers,
+            &request_body(&ep.model, req),
+            stream,
+            on_text,
+        )
+        .await
     }
 }
 
@@ -235,6 +235,20 @@ struct StreamState<'a> {
     calls: BTreeMap<usize, PartialCall>,
     finish: Option<String>,
     usage: Option<Usage>,
+}
+
+impl http::WireStream for StreamState<'_> {
+    fn on_event(
+        &mut self,
+        ev: &SseEvent,
+        on_text: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        StreamState::on_event(self, ev, on_text)
+    }
+
+    fn finish(self, done: bool) -> Result<ChatResponse, ProviderError> {
+        StreamState::finish(self, done)
+    }
 }
 
 impl<'a> StreamState<'a> {
