@@ -26,10 +26,22 @@ for cmd in "--version" "demo"; do
   rss=$( { /usr/bin/time -v env PINCER_HOME="$home" "$bin" $cmd >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
   echo "pincer $cmd: max RSS ${rss} KiB"
 done
+
+# The agent idle at its REPL prompt (scripted provider, no network): the
+# resident set after it has started and is waiting for input.
+printf '{"turns": []}' > "$home/script.json"
+printf '[providers.s]\nkind = "scripted"\nscript = "script.json"\n' > "$home/config.toml"
+(sleep 2) | PINCER_HOME="$home" "$bin" agent >/dev/null 2>&1 &
+agent_pid=$!
+sleep 1
+echo "pincer agent idle at its prompt: VmRSS $(awk '/VmRSS/ {print $2, $3}' /proc/$agent_pid/status) (target < 5 MiB)"
+wait "$agent_pid" || true
 rm -rf "$home"
 
 if [ "${1:-}" != "--quick" ]; then
-  echo "== criterion (session store, trimming)"
-  cargo bench --locked -p pincer-core --bench session -- --noplot 2>&1 \
-    | grep -E '^[a-z_/0-9]+ +time:|^session|^trim|time:' || true
+  echo "== criterion (session store, trimming, agent turn)"
+  for b in session agent; do
+    cargo bench --locked -p pincer-core --bench "$b" -- --noplot 2>&1 \
+      | grep -E '^(session|trim|agent)/|time:' || true
+  done
 fi
