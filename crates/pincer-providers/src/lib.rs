@@ -37,7 +37,7 @@ pub use anthropic::AnthropicProvider;
 pub use http::parse_retry_after;
 pub use openai::OpenAiProvider;
 pub use probe::{ProbeReport, detect_local, probe};
-pub use router::{Attempt, RetryPolicy, Router, Sleeper, TokioSleeper};
+pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};
 pub use scripted::{ScriptTurn, ScriptedProvider};
 
 use pincer_core::config::{ProviderConfig, ProviderKind};

@@ -18,16 +18,21 @@
 //!
 //! Text already streamed: a provider that fails mid-stream may have sent
 //! deltas through `on_text` before it failed, and the retry or the next
-//! provider streams its own reply from the start. The router does not hide
-//! this; the caller (the agent) clears or marks the partial text when a
-//! call is retried. No jitter is added to backoffs: one agent makes one
+//! provider streams its own reply from the start. Text cannot be taken back
+//! from a terminal, so the router streams [`RETRY_MARKER`] between the cut
+//! off text and the next attempt; the reply the agent stores is only the
+//! successful attempt's. No jitter is added to backoffs: one agent makes one
 //! call at a time, so there is no herd to spread.
 
 use pincer_core::config::ProviderConfig;
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderCaps, ProviderError,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Streamed after text from an attempt that then failed, before the retry.
+pub const RETRY_MARKER: &str = "\n[the answer above was cut off; retrying]\n";
 use std::time::Duration;
 
 /// How one provider in the chain is retried.
@@ -173,11 +178,19 @@ impl Router {
     ) -> (Result<ChatResponse, ProviderError>, Vec<Attempt>) {
         let mut log = Vec::new();
         let mut last_error = None;
+        let streamed = AtomicBool::new(false);
+        let on_text_tracked = |t: &str| {
+            streamed.store(true, Ordering::Relaxed);
+            on_text(t);
+        };
         for (provider, policy) in &self.chain {
             let mut retry = 0;
             let mut waited = Duration::ZERO;
             loop {
-                let result = provider.chat(req, on_text).await;
+                if streamed.swap(false, Ordering::Relaxed) {
+                    on_text(RETRY_MARKER);
+                }
+                let result = provider.chat(req, &on_text_tracked).await;
                 let mut attempt = Attempt {
                     provider: provider.name().to_string(),
                     retry,
@@ -402,8 +415,12 @@ mod tests {
                 Duration::from_millis(350)
             ]
         );
-        // Text from failed attempts reached on_text (documented).
-        assert_eq!(*streamed.lock().unwrap(), "aaaab");
+        // Text from failed attempts reached on_text, each followed by the
+        // marker before the next attempt (documented).
+        assert_eq!(
+            *streamed.lock().unwrap(),
+            ["a", "a", "a", "a", "b"].join(RETRY_MARKER)
+        );
         let log = router.last_attempts();
         let summary: Vec<(String, u32, bool)> = log
             .iter()

@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -230,7 +231,11 @@ impl TempHome {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let p = std::env::temp_dir().join(format!("pincer-demo-{}-{nanos}", std::process::id()));
-        pincer_core::fsutil::create_private_dir(&p)
+        // Exclusive: an existing directory (or a symlink planted in the
+        // shared temp dir) is an error, never reused.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&p)
             .with_context(|| format!("cannot create {}", p.display()))?;
         Ok(Self(p))
     }

@@ -264,15 +264,34 @@ pub fn build_provider(choice: &ProviderChoice, env: &Env) -> Result<Arc<dyn Prov
 }
 
 /// The workspace directory: `--workspace`, `PINCER_WORKSPACE`, `[agent]
-/// workspace`, else `PINCER_HOME/workspace` (created).
+/// workspace`, else `PINCER_HOME/workspace`. Only the default is created: a
+/// named directory must exist, so a typo is an error, not a new empty
+/// workspace (and nothing is created before the overlap check).
 pub fn workspace_dir(ctx: &Ctx, env: &Env, flag: Option<PathBuf>) -> Result<PathBuf> {
-    let dir = flag
-        .or_else(|| env.workspace.clone())
-        .or_else(|| ctx.config.agent.workspace.clone())
-        .unwrap_or_else(|| ctx.home.root().join("workspace"));
-    pincer_core::fsutil::create_private_dir(&dir)
-        .with_context(|| format!("cannot create the workspace {}", dir.display()))?;
-    Ok(dir)
+    let named = [
+        (flag, "--workspace"),
+        (env.workspace.clone(), "PINCER_WORKSPACE"),
+        (ctx.config.agent.workspace.clone(), "[agent] workspace"),
+    ]
+    .into_iter()
+    .find_map(|(dir, from)| dir.map(|d| (d, from)));
+    match named {
+        Some((dir, from)) => {
+            if !dir.is_dir() {
+                bail!(
+                    "{from} names {}, which is not an existing directory",
+                    dir.display()
+                );
+            }
+            Ok(dir)
+        }
+        None => {
+            let dir = ctx.home.root().join("workspace");
+            pincer_core::fsutil::create_private_dir(&dir)
+                .with_context(|| format!("cannot create the workspace {}", dir.display()))?;
+            Ok(dir)
+        }
+    }
 }
 
 /// Opens the workspace, refusing one that overlaps pincer's own state.

@@ -430,3 +430,27 @@ fn an_empty_message_is_refused() {
     assert!(err.contains("-m/--message is empty"), "{err}");
     assert!(!home.join("sessions/cli.jsonl").exists());
 }
+
+#[test]
+fn a_named_workspace_must_exist() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, SCRIPT, "supervised");
+    let missing = tmp.path().join("typo");
+    let err = fails(pincer_env(
+        &home,
+        &[
+            "agent",
+            "-m",
+            "hi",
+            "--workspace",
+            missing.to_str().expect("utf8"),
+        ],
+        &[],
+    ));
+    assert!(
+        err.contains("--workspace") && err.contains("not an existing directory"),
+        "{err}"
+    );
+    assert!(!missing.exists(), "a typo must not create a directory");
+}
