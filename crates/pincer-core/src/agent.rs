@@ -22,7 +22,9 @@
 use crate::config::Autonomy;
 use crate::message::{Message, Role, ToolCall};
 use crate::policy::{self, Decision};
-use crate::provider::{BoxFuture, ChatRequest, Provider, ProviderError, ToolSpec, Usage};
+use crate::provider::{
+    BoxFuture, ChatRequest, FinishReason, Provider, ProviderError, ToolSpec, Usage,
+};
 use crate::session::{SessionError, SessionStore, SessionView, SessionWriter};
 use crate::tool::{Risk, Tool, ToolError};
 use crate::trim::{self, Budget, CharRatio, TokenCounter, TrimError, TrimInput};
@@ -72,6 +74,8 @@ pub enum AgentEvent {
         model: String,
         usage: Option<Usage>,
         tool_calls: usize,
+        /// `length` means the reply was cut off at the output reserve.
+        finish: FinishReason,
     },
     ApprovalNeeded {
         id: String,
@@ -346,6 +350,7 @@ impl Agent {
                 model: response.model.clone(),
                 usage: response.usage,
                 tool_calls: response.tool_calls.len(),
+                finish: response.finish,
             });
             let mut reply = Message::assistant_calls(response.content, response.tool_calls);
             reply.provider = Some(response.provider);

@@ -7,7 +7,7 @@ use pincer_core::agent::{
     Agent, AgentEvent, AgentSettings, ApprovalAnswer, ApprovalRequest, Approver, Conversation,
     DenyAll, StopReason, ToolStatus,
 };
-use pincer_core::provider::BoxFuture;
+use pincer_core::provider::{BoxFuture, FinishReason};
 use pincer_core::session::SessionStore;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -137,6 +137,13 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
             } => writeln!(
                 err,
                 "  (trimmed {dropped_turns} old turn(s): {tokens_before} -> {tokens_after} tokens)"
+            ),
+            AgentEvent::ModelReplied {
+                finish: FinishReason::Length,
+                ..
+            } => writeln!(
+                err,
+                "\n  (the reply was cut off at the output limit, [context] output_reserve)"
             ),
             AgentEvent::TurnDone {
                 stop: StopReason::MaxToolIterations,

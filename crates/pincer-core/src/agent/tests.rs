@@ -269,6 +269,10 @@ async fn a_final_reply_is_streamed_and_stored_with_its_provider() {
         })
         .collect();
     assert_eq!(deltas.len(), 3, "streamed in pieces");
+    assert!(fx.events().iter().any(|e| matches!(
+        e,
+        AgentEvent::ModelReplied { finish: FinishReason::Stop, provider, .. } if provider == "test"
+    )));
     assert_eq!(deltas.concat(), out.reply);
     let stored = fx.store.read("s").expect("read").messages;
     assert_eq!(stored.len(), 2);
