@@ -187,7 +187,7 @@ impl Endpoint {
             .await
             .map_err(|e| send_error(&self.name, self.timeout, &e))?;
         if !resp.status().is_success() {
-            return Err(status_error(&self.name, resp).await);
+            return Err(status_error(&self.name, resp, self.key.as_ref()).await);
         }
         Ok(resp)
     }
@@ -315,7 +315,11 @@ const MAX_MESSAGE_CHARS: usize = 300;
 /// Maps a non-success response: 429 → `RateLimited` (with `Retry-After`),
 /// 5xx (Anthropic's 529 included) → `Server`, anything else → `Rejected`,
 /// each with the vendor's message.
-pub(crate) async fn status_error(provider: &str, mut resp: reqwest::Response) -> ProviderError {
+pub(crate) async fn status_error(
+    provider: &str,
+    mut resp: reqwest::Response,
+    key: Option<&ApiKey>,
+) -> ProviderError {
     let status = resp.status();
     let retry_after = resp
         .headers()
@@ -330,7 +334,13 @@ pub(crate) async fn status_error(provider: &str, mut resp: reqwest::Response) ->
             break;
         }
     }
-    let mut message = vendor_message(&String::from_utf8_lossy(&body));
+    // Scrub the key from the whole body before it is cut to a message: a
+    // key echoed across the cut would otherwise survive in part.
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    if let Some(key) = key {
+        key.scrub(&mut text);
+    }
+    let mut message = vendor_message(&text);
     if message.is_empty() {
         message = status
             .canonical_reason()

@@ -396,3 +396,25 @@ async fn api_key_never_appears_in_errors_or_debug() {
     );
     mock.assert_protocol_invariants();
 }
+
+/// A key echoed across the point where the vendor message is cut must not
+/// survive in part: the body is scrubbed before it is shortened.
+#[tokio::test]
+async fn a_key_echoed_across_the_message_cut_is_still_scrubbed() {
+    let key = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz";
+    let mock = Mock::start().await;
+    let message = format!("{}{key} is not valid", "x".repeat(290));
+    mock.on(
+        PATH,
+        Reply::json(401, json!({"error": {"message": message}})),
+    );
+    let err = provider(&mock, Some(key))
+        .chat(&simple_request(), &|_| {})
+        .await
+        .expect_err("401");
+    let shown = format!("{err} {err:?}");
+    assert!(
+        !shown.contains("sk-live-0123"),
+        "part of the key leaked: {shown}"
+    );
+}
