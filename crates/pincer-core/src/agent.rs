@@ -207,10 +207,6 @@ impl Conversation {
         &self.view.messages
     }
 
-    pub fn summary(&self) -> &str {
-        &self.view.meta.summary
-    }
-
     fn append(&mut self, batch: &[Message]) -> Result<(), SessionError> {
         let receipt = self.writer.append(batch)?;
         self.view.record_appended(batch, receipt.first_line);
@@ -272,14 +268,6 @@ impl Agent {
             settings,
             counter,
         }
-    }
-
-    pub fn tool_specs(&self) -> &[ToolSpec] {
-        &self.specs
-    }
-
-    pub fn provider_name(&self) -> &str {
-        self.provider.name()
     }
 
     /// Runs one user turn to its end. Dropping the future cancels it; the
