@@ -9,9 +9,14 @@
 //! passes what it found down explicitly.
 
 pub mod agent;
+pub mod approvals;
+pub mod audit;
+pub mod canonical;
 pub mod config;
 pub mod fsutil;
+pub mod gate;
 pub mod home;
+pub mod hooks;
 pub mod message;
 pub mod policy;
 pub mod provider;

@@ -1,0 +1,1 @@
+//! File-backed approval queue (PO4). Being written.

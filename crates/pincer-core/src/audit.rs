@@ -1,0 +1,1 @@
+//! Tamper-evident audit trail (AU1–AU5). Being written.

@@ -1,0 +1,1 @@
+//! Shell command risk classifier (PO2). Being written.

@@ -1,0 +1,1 @@
+//! Hooks on tool calls (HK1). Being written.
