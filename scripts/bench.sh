@@ -38,10 +38,21 @@ echo "pincer agent idle at its prompt: VmRSS $(awk '/VmRSS/ {print $2, $3}' /pro
 wait "$agent_pid" || true
 rm -rf "$home"
 
+echo "== audit verify over 1 000 000 entries (target < 2 s)"
+trail=$(mktemp -d)
+cargo run --release --locked -q -p pincer-core --example audit_fill -- "$trail/audit" 1000000
+echo "trail: $(stat -c %s "$trail/audit/trail.jsonl") bytes"
+hyperfine -N --warmup 1 --runs 5 "env PINCER_HOME=$trail $bin audit verify" 2>&1 | sed -n '1,4p'
+rss=$( { /usr/bin/time -v env PINCER_HOME="$trail" "$bin" audit verify >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+echo "pincer audit verify (1M): max RSS ${rss} KiB"
+# A fresh process's first append verifies the whole chain once.
+hyperfine -N --warmup 1 --runs 5 "env PINCER_HOME=$trail $bin audit note bench" 2>&1 | sed -n '1,4p'
+rm -rf "$trail"
+
 if [ "${1:-}" != "--quick" ]; then
-  echo "== criterion (session store, trimming, agent turn)"
-  for b in session agent; do
+  echo "== criterion (session store, trimming, agent turn, audit trail)"
+  for b in session agent audit hooks; do
     cargo bench --locked -p pincer-core --bench "$b" -- --noplot 2>&1 \
-      | grep -E '^(session|trim|agent)/|time:' || true
+      | grep -E '^(session|trim|agent|audit|hooks)/|time:|thrpt:' || true
   done
 fi

@@ -5,14 +5,16 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // bench fixtures: failing loudly is right
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use pincer_core::agent::{Agent, AgentSettings, Conversation, DenyAll};
+use pincer_core::agent::{Agent, AgentSettings, Conversation};
+use pincer_core::audit::Audit;
 use pincer_core::config::{Autonomy, FsyncPolicy};
+use pincer_core::gate::{DenyAll, Gate, GatePolicy, Permit};
 use pincer_core::message::{Message, ToolCall};
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, FinishReason, Provider, ProviderCaps, ProviderError,
 };
 use pincer_core::session::SessionStore;
-use pincer_core::tool::{Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,11 +79,11 @@ impl Tool for Echo {
     fn parameters_schema(&self) -> serde_json::Value {
         json!({"type": "object"})
     }
-    fn risk(&self, _a: &serde_json::Value) -> Risk {
-        Risk::Low
+    fn assess(&self, _a: &serde_json::Value) -> Assessment {
+        Assessment::new(Risk::Low, "bench")
     }
-    fn execute<'a>(&'a self, a: &'a serde_json::Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move { Ok(a.to_string()) })
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move { Ok(permit.args().to_string()) })
     }
 }
 
@@ -114,13 +116,25 @@ fn bench_turn(c: &mut Criterion) {
             output_reserve: 1024,
             summary_max_chars: 4000,
             chars_per_token: 4.0,
+        };
+        // The gate's audit trail is real: every call costs a decision and
+        // an outcome entry, each fsynced.
+        let audit = Arc::new(Audit::open(&dir.path().join("audit")).expect("audit"));
+        let gate_policy = GatePolicy {
             autonomy: Autonomy::Full,
             approval_timeout: Duration::from_secs(1),
+            deny_tools: vec![],
         };
+        let gate = Gate::new(
+            gate_policy,
+            "agent:bench",
+            audit,
+            Arc::new(DenyAll("bench".into())),
+        );
         let mut agent = Agent::new(
             Arc::new(Instant(AtomicUsize::new(0))),
             vec![Arc::new(Echo)],
-            Arc::new(DenyAll("bench".into())),
+            Arc::new(gate),
             settings,
         );
         // Each measured turn starts from the same 1 000-turn session (a fresh

@@ -13,15 +13,17 @@
 //! 4. The model's reply is persisted before any tool it asks for runs, and
 //!    the results are persisted before the model sees them. A crash anywhere
 //!    leaves a session that loads into a valid request.
-//! 5. Every tool call passes [`policy::decide`]; approvals are asked one at a
-//!    time, then the approved calls of one model reply run in parallel.
+//! 5. Every tool call passes the [`Gate`] (hooks, risk, deny list, decision
+//!    table, approval, audit entry) one at a time, in call order; then the
+//!    admitted low-risk calls of one reply run in parallel, and calls that
+//!    change something run alone, in order. A tool cannot run any other
+//!    way: it needs a permit only the gate makes.
 //!
 //! The loop never prints: it reports [`AgentEvent`]s to a callback, and the
 //! front-end (CLI, gateway) renders them.
 
-use crate::config::Autonomy;
+use crate::gate::{Admission, ApprovalRequest, Gate, GateError, Pass, Refusal};
 use crate::message::{Message, Role, ToolCall};
-use crate::policy::{self, Decision};
 use crate::provider::{
     BoxFuture, ChatRequest, FinishReason, Provider, ProviderError, ToolSpec, Usage,
 };
@@ -31,7 +33,6 @@ use crate::trim::{self, Budget, CharRatio, TokenCounter, TrimError, TrimInput};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Everything the loop needs that is not a collaborator.
 #[derive(Debug, Clone)]
@@ -44,8 +45,6 @@ pub struct AgentSettings {
     pub output_reserve: usize,
     pub summary_max_chars: usize,
     pub chars_per_token: f64,
-    pub autonomy: Autonomy,
-    pub approval_timeout: Duration,
 }
 
 /// What happened, for a front-end to render. Serialised as one JSON object
@@ -81,6 +80,10 @@ pub enum AgentEvent {
         id: String,
         name: String,
         risk: Risk,
+        /// Why the gate assigned this risk.
+        why: String,
+        /// The hash an approval must carry (`pincer approvals list` shows it).
+        call_hash: String,
     },
     ToolCallStarted {
         id: String,
@@ -123,37 +126,6 @@ pub enum StopReason {
     MaxToolIterations,
 }
 
-/// One call waiting for a person's yes or no (PO4).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    pub call_id: String,
-    pub tool: String,
-    pub arguments: serde_json::Value,
-    pub risk: Risk,
-}
-
-/// A person's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApprovalAnswer {
-    Approved,
-    Denied(String),
-}
-
-/// Asks a person (terminal prompt, web queue, chat button).
-pub trait Approver: Send + Sync {
-    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer>;
-}
-
-/// An approver with nobody behind it: every request is denied, saying why.
-#[derive(Debug, Clone)]
-pub struct DenyAll(pub String);
-
-impl Approver for DenyAll {
-    fn approve<'a>(&'a self, _req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
-        Box::pin(async move { ApprovalAnswer::Denied(self.0.clone()) })
-    }
-}
-
 /// A failed turn. The session stays valid in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -163,6 +135,8 @@ pub enum AgentError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Trim(#[from] TrimError),
+    #[error(transparent)]
+    Gate(#[from] GateError),
     #[error("tool `{tool}` failed fatally: {message}")]
     ToolFatal { tool: String, message: String },
 }
@@ -218,13 +192,13 @@ impl Conversation {
 /// gets the whole result).
 const PREVIEW_CHARS: usize = 200;
 
-/// The agent: a provider, tools, an approver and settings.
+/// The agent: a provider, tools, the gate they run through, and settings.
 pub struct Agent {
     provider: Arc<dyn Provider>,
     tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
     tool_def_tokens: usize,
-    approver: Arc<dyn Approver>,
+    gate: Arc<Gate>,
     settings: AgentSettings,
     counter: CharRatio,
 }
@@ -237,6 +211,7 @@ impl std::fmt::Debug for Agent {
                 "tools",
                 &self.specs.iter().map(|s| &s.name).collect::<Vec<_>>(),
             )
+            .field("gate", &self.gate)
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
@@ -246,7 +221,7 @@ impl Agent {
     pub fn new(
         provider: Arc<dyn Provider>,
         tools: Vec<Arc<dyn Tool>>,
-        approver: Arc<dyn Approver>,
+        gate: Arc<Gate>,
         settings: AgentSettings,
     ) -> Self {
         let counter = CharRatio::new(settings.chars_per_token);
@@ -264,7 +239,7 @@ impl Agent {
             tools,
             specs,
             tool_def_tokens,
-            approver,
+            gate,
             settings,
             counter,
         }
@@ -357,7 +332,19 @@ impl Agent {
                 });
                 return Ok(outcome);
             }
-            let (results, fatal) = self.run_calls(&reply.tool_calls, on_event).await;
+            let (results, fatal) = match self
+                .run_calls(conv.key(), &reply.tool_calls, on_event)
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    // The trail refused an entry: nothing more runs. The
+                    // calls left without results are closed next turn.
+                    conv.writer.sync()?;
+                    conv.in_flight = false;
+                    return Err(e.into());
+                }
+            };
             conv.append(&results)?;
             if let Some((tool, message)) = fatal {
                 conv.writer.sync()?;
@@ -437,83 +424,60 @@ impl Agent {
         }
     }
 
-    /// Decides every call (asking for approvals one at a time), runs the
-    /// allowed ones in parallel, and returns their results in call order,
-    /// plus the first fatal error if a tool reported one.
+    /// Passes every call through the gate in call order (approvals are
+    /// asked one at a time), runs the admitted ones, and returns their
+    /// results in call order, plus the first fatal error a tool reported.
     async fn run_calls(
         &self,
+        session: &str,
         calls: &[ToolCall],
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
-    ) -> (Vec<Message>, Option<(String, String)>) {
+    ) -> Result<(Vec<Message>, Option<(String, String)>), GateError> {
         enum Plan {
-            Run(Arc<dyn Tool>, serde_json::Value, Risk),
+            Run(Arc<dyn Tool>, Option<Pass>),
             Done(ToolStatus, String),
         }
+        let on_approval = |req: &ApprovalRequest| {
+            on_event(AgentEvent::ApprovalNeeded {
+                id: req.call_id.clone(),
+                name: req.tool.clone(),
+                risk: req.risk,
+                why: req.why.clone(),
+                call_hash: req.call_hash.clone(),
+            })
+        };
         let mut plans = Vec::with_capacity(calls.len());
         for call in calls {
-            let args = call.arguments_value();
-            let Some(tool) = self.tools.iter().find(|t| t.name() == call.name).cloned() else {
-                let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
-                plans.push(Plan::Done(
-                    ToolStatus::Error,
-                    format!(
-                        "error: there is no tool `{}`; the tools are: {}",
-                        call.name,
-                        names.join(", ")
-                    ),
-                ));
-                continue;
-            };
-            let risk = tool.risk(&args);
-            let plan = match policy::decide(self.settings.autonomy, risk) {
-                Decision::Allow => Plan::Run(tool, args, risk),
-                Decision::Block(reason) => {
-                    Plan::Done(ToolStatus::Blocked, format!("blocked by policy: {reason}"))
-                }
-                Decision::NeedsApproval => {
-                    on_event(AgentEvent::ApprovalNeeded {
+            let tool = self.tools.iter().find(|t| t.name() == call.name).cloned();
+            let plan = match self
+                .gate
+                .admit(session, tool.as_deref(), call, &on_approval)
+                .await?
+            {
+                Admission::Run(pass) => {
+                    on_event(AgentEvent::ToolCallStarted {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        risk,
+                        arguments: pass.args().clone(),
+                        risk: pass.risk(),
                     });
-                    let req = ApprovalRequest {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        arguments: args.clone(),
-                        risk,
-                    };
-                    let answer = tokio::time::timeout(
-                        self.settings.approval_timeout,
-                        self.approver.approve(&req),
-                    )
-                    .await
-                    .unwrap_or_else(|_| {
-                        ApprovalAnswer::Denied(format!(
-                            "no answer within {} s",
-                            self.settings.approval_timeout.as_secs()
-                        ))
-                    });
-                    match answer {
-                        ApprovalAnswer::Approved => Plan::Run(tool, args, risk),
-                        ApprovalAnswer::Denied(why) => Plan::Done(
-                            ToolStatus::Denied,
-                            format!(
-                                "denied: {} risk `{}` needs approval and was not approved ({why})",
-                                risk.as_str(),
-                                call.name
-                            ),
-                        ),
+                    match tool {
+                        Some(tool) => Plan::Run(tool, Some(pass)),
+                        None => Plan::Done(ToolStatus::Error, "error: the tool vanished".into()),
                     }
                 }
+                Admission::Refused { refusal, text } => match refusal {
+                    Refusal::Unknown => {
+                        let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+                        Plan::Done(
+                            ToolStatus::Error,
+                            format!("{text}; the tools are: {}", names.join(", ")),
+                        )
+                    }
+                    Refusal::Blocked => Plan::Done(ToolStatus::Blocked, text),
+                    Refusal::Denied => Plan::Done(ToolStatus::Denied, text),
+                },
             };
-            if let Plan::Run(_, args, _) = &plan {
-                on_event(AgentEvent::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: args.clone(),
-                    risk,
-                });
-            }
             plans.push(plan);
         }
 
@@ -521,38 +485,40 @@ impl Agent {
         // parallel; a call that changes something runs alone, in call order,
         // so two edits of one file never race and a read after a write in
         // the same reply sees the write.
+        type Run<'p> = BoxFuture<'p, Result<Result<String, ToolError>, GateError>>;
         fn changes(p: &Plan) -> bool {
-            matches!(p, Plan::Run(_, _, r) if *r > Risk::Low)
+            matches!(p, Plan::Run(_, Some(pass)) if pass.risk() > Risk::Low)
         }
-        fn start(p: &Plan) -> Option<BoxFuture<'_, Result<String, ToolError>>> {
+        fn start<'p>(gate: &'p Gate, p: &'p mut Plan) -> Option<Run<'p>> {
             match p {
-                Plan::Run(tool, args, _) => Some(tool.execute(args)),
+                Plan::Run(tool, pass) => {
+                    let pass = pass.take()?;
+                    let tool: &'p Arc<dyn Tool> = tool;
+                    Some(Box::pin(gate.execute(tool.as_ref(), pass)))
+                }
                 Plan::Done(..) => None,
             }
         }
+        let gate = self.gate.as_ref();
         let mut outcomes = Vec::with_capacity(plans.len());
-        let mut i = 0;
-        while i < plans.len() {
-            if changes(&plans[i]) {
-                outcomes.push(match start(&plans[i]) {
-                    Some(f) => Some(f.await),
-                    None => None,
-                });
-                i += 1;
-                continue;
-            }
-            let end = plans[i..]
-                .iter()
-                .position(changes)
-                .map_or(plans.len(), |n| i + n);
-            let batch = plans[i..end].iter().map(|p| async move {
-                match start(p) {
+        let mut rest: &mut [Plan] = &mut plans;
+        while let Some(first) = rest.first() {
+            let n = if changes(first) {
+                1
+            } else {
+                rest.iter().position(changes).unwrap_or(rest.len())
+            };
+            let (batch, tail) = rest.split_at_mut(n);
+            let runs = batch.iter_mut().map(|p| async move {
+                match start(gate, p) {
                     Some(f) => Some(f.await),
                     None => None,
                 }
             });
-            outcomes.extend(futures_util::future::join_all(batch).await);
-            i = end;
+            for outcome in futures_util::future::join_all(runs).await {
+                outcomes.push(outcome.transpose()?);
+            }
+            rest = tail;
         }
 
         let mut results = Vec::with_capacity(calls.len());
@@ -585,7 +551,7 @@ impl Agent {
                 text,
             ));
         }
-        (results, fatal)
+        Ok((results, fatal))
     }
 }
 

@@ -75,6 +75,22 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `[providers.NAME]` tables, sorted by name.
     pub providers: Vec<ProviderConfig>,
+    /// `[[hooks]]`, in file order (interceptors run in this order).
+    pub hooks: Vec<HookConfig>,
+}
+
+/// One `[[hooks]]` entry (HK1): an external command, as an argv list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookConfig {
+    pub name: String,
+    pub kind: crate::hooks::HookKind,
+    /// Program and arguments; run directly, never through a shell.
+    pub command: Vec<String>,
+    /// Tool-name globs this hook applies to; empty means every tool.
+    pub tools: Vec<String>,
+    /// At most the kind's budget (observer 500 ms, interceptor 5 s,
+    /// approval 60 s); default the budget.
+    pub timeout_ms: u64,
 }
 
 /// `[agent]`.
@@ -120,6 +136,11 @@ pub struct PolicyConfig {
     pub autonomy: Autonomy,
     /// No answer within this many seconds is a denial (PO4).
     pub approval_timeout_secs: u64,
+    /// Tool-name globs blocked at every autonomy level.
+    pub deny_tools: Vec<String>,
+    /// Shell program-name globs blocked at every autonomy level, on top of
+    /// the built-in deny list (`mkfs*`, `shutdown`, `rm -rf /`...).
+    pub deny_commands: Vec<String>,
 }
 
 /// The system prompt when the config names none.
@@ -166,8 +187,11 @@ impl Default for Config {
             policy: PolicyConfig {
                 autonomy: Autonomy::Supervised,
                 approval_timeout_secs: 60,
+                deny_tools: Vec::new(),
+                deny_commands: Vec::new(),
             },
             providers: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 }
@@ -218,6 +242,25 @@ agent_id = "pincer"
 autonomy = "supervised"
 # An approval not answered within this many seconds is a denial.
 approval_timeout_secs = 60
+# Tools blocked at every autonomy level (globs: * and ?).
+deny_tools = []
+# Shell programs blocked at every level, on top of the built-in deny list
+# (mkfs*, shutdown, reboot, rm -rf /, dd to a disk...). Globs on the program
+# name, seen through wrappers such as sudo, env and sh -c.
+deny_commands = []
+
+# Hooks on tool calls (see docs/hooks.md): an external command given as an
+# argv list (no shell), JSON on stdin and stdout. kind = "observer" (told
+# after each call, 500 ms), "interceptor" (before the decision: allow, block
+# or rewrite the arguments, 5 s) or "approval" (answers approvals for its
+# tools, 60 s). A hook that fails or times out fails closed and is audited.
+#
+# [[hooks]]
+# name = "no-secrets"
+# kind = "interceptor"
+# command = ["/usr/local/bin/check-call"]
+# tools = ["shell", "file_*"]
+# timeout_ms = 2000
 
 # A provider. kind = "openai" covers OpenAI, llama.cpp llama-server, Ollama,
 # vLLM and OpenRouter; "anthropic" is the Messages API; "scripted" replays a
@@ -268,6 +311,19 @@ struct RawConfig {
     policy: RawPolicy,
     #[serde(default)]
     providers: std::collections::BTreeMap<String, Spanned<RawProvider>>,
+    #[serde(default)]
+    hooks: Vec<Spanned<RawHook>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHook {
+    name: Spanned<String>,
+    kind: crate::hooks::HookKind,
+    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    tools: Option<Spanned<Vec<String>>>,
+    timeout_ms: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -285,6 +341,8 @@ struct RawAgent {
 struct RawPolicy {
     autonomy: Option<Autonomy>,
     approval_timeout_secs: Option<Spanned<u64>>,
+    deny_tools: Option<Spanned<Vec<String>>>,
+    deny_commands: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -308,6 +366,13 @@ fn is_plain_name(s: &str) -> bool {
         && s.len() <= 64
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A deny or hook pattern: a tool or program name glob.
+fn is_glob(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().count() <= 128
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 fn is_env_name(s: &str) -> bool {
@@ -437,6 +502,99 @@ impl Config {
                 ));
             }
             cfg.policy.approval_timeout_secs = *v.get_ref();
+        }
+        for (field, list, target) in [
+            (
+                "policy.deny_tools",
+                &p.deny_tools,
+                &mut cfg.policy.deny_tools,
+            ),
+            (
+                "policy.deny_commands",
+                &p.deny_commands,
+                &mut cfg.policy.deny_commands,
+            ),
+        ] {
+            if let Some(v) = list {
+                if let Some(bad) = v.get_ref().iter().find(|g| !is_glob(g)) {
+                    return Err(invalid(
+                        v.span(),
+                        field,
+                        format!(
+                            "holds `{bad}`; a pattern is 1 to 128 characters without spaces or control characters"
+                        ),
+                    ));
+                }
+                *target = v.get_ref().clone();
+            }
+        }
+
+        for (i, spanned) in raw.hooks.iter().enumerate() {
+            let h = spanned.get_ref();
+            let name = h.name.get_ref();
+            let key = |k: &str| format!("hooks[{i}].{k}");
+            if !is_plain_name(name) {
+                return Err(invalid(
+                    h.name.span(),
+                    &key("name"),
+                    format!("is `{name}`; use ASCII letters, digits, `-`, `_` (at most 64)"),
+                ));
+            }
+            if cfg.hooks.iter().any(|o| &o.name == name) {
+                return Err(invalid(
+                    h.name.span(),
+                    &key("name"),
+                    format!("`{name}` is used by an earlier hook; names must be unique"),
+                ));
+            }
+            let command = h.command.get_ref();
+            if command.first().is_none_or(|p| p.trim().is_empty())
+                || command.iter().any(|a| a.contains('\0'))
+            {
+                return Err(invalid(
+                    h.command.span(),
+                    &key("command"),
+                    "must be a non-empty argv list whose first element is the program (no shell is used)".into(),
+                ));
+            }
+            let tools = match &h.tools {
+                Some(t) => {
+                    if let Some(bad) = t.get_ref().iter().find(|g| !is_glob(g)) {
+                        return Err(invalid(
+                            t.span(),
+                            &key("tools"),
+                            format!(
+                                "holds `{bad}`; a pattern is 1 to 128 characters without spaces or control characters"
+                            ),
+                        ));
+                    }
+                    t.get_ref().clone()
+                }
+                None => Vec::new(),
+            };
+            let budget = u64::try_from(h.kind.budget().as_millis()).unwrap_or(u64::MAX);
+            let timeout_ms = match &h.timeout_ms {
+                Some(t) if !(1..=budget).contains(t.get_ref()) => {
+                    return Err(invalid(
+                        t.span(),
+                        &key("timeout_ms"),
+                        format!(
+                            "is {}; a {} hook's budget is 1 to {budget} ms",
+                            t.get_ref(),
+                            h.kind.as_str()
+                        ),
+                    ));
+                }
+                Some(t) => *t.get_ref(),
+                None => budget,
+            };
+            cfg.hooks.push(HookConfig {
+                name: name.clone(),
+                kind: h.kind,
+                command: command.clone(),
+                tools,
+                timeout_ms,
+            });
         }
 
         for (name, spanned) in &raw.providers {
@@ -671,6 +829,39 @@ mod tests {
             Err(&["config.toml:2", "context.chars_per_token"]),
         );
         check("[policy]\nautonomy = \"yolo\"\n", Err(&["line 2", "yolo"]));
+        check(
+            "[policy]\ndeny_tools = [\"shell\", \"\"]\n",
+            Err(&["config.toml:2", "policy.deny_tools"]),
+        );
+        check(
+            "[policy]\ndeny_commands = [\"rm -rf\"]\n",
+            Err(&["config.toml:2", "policy.deny_commands", "rm -rf"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a b\"\nkind = \"observer\"\ncommand = [\"x\"]\n",
+            Err(&["config.toml:2", "hooks[0].name"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a\"\nkind = \"watcher\"\ncommand = [\"x\"]\n",
+            Err(&["line 3", "watcher"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a\"\nkind = \"observer\"\ncommand = []\n",
+            Err(&["config.toml:4", "hooks[0].command"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a\"\nkind = \"observer\"\ncommand = [\"x\"]\ntimeout_ms = 600\n",
+            Err(&["config.toml:5", "hooks[0].timeout_ms", "500"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a\"\nkind = \"observer\"\ncommand = [\"x\"]\n\
+             [[hooks]]\nname = \"a\"\nkind = \"interceptor\"\ncommand = [\"y\"]\n",
+            Err(&["config.toml:6", "hooks[1].name", "unique"]),
+        );
+        check(
+            "[[hooks]]\nname = \"a\"\nkind = \"interceptor\"\ncommand = [\"x\"]\ntools = [\"shell\"]\nbogus = 1\n",
+            Err(&["bogus"]),
+        );
         check(
             "[agent]\nfallback_chain = [\"nope\"]\n",
             Err(&["config.toml:2", "agent.fallback_chain", "nope"]),

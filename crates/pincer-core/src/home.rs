@@ -28,6 +28,16 @@ impl Home {
         self.root.join("sessions")
     }
 
+    /// The tamper-evident audit trail (`trail.jsonl`, `anchor.json`).
+    pub fn audit_dir(&self) -> PathBuf {
+        self.root.join("audit")
+    }
+
+    /// Pending approvals and their answers.
+    pub fn approvals_dir(&self) -> PathBuf {
+        self.root.join("approvals")
+    }
+
     /// Creates the home directory (mode 0700) if it is missing.
     pub fn ensure(&self) -> io::Result<()> {
         create_private_dir(&self.root)

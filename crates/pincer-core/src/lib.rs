@@ -18,7 +18,6 @@ pub mod gate;
 pub mod home;
 pub mod hooks;
 pub mod message;
-pub mod policy;
 pub mod provider;
 pub mod session;
 pub mod skills;

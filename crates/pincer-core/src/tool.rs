@@ -1,10 +1,11 @@
 //! The seam between the agent and the things it can do (DESIGN TL, PO2).
 //!
-//! Implementations live in `pincer-tools`. A tool declares the risk class of
-//! each call from its arguments; the policy gate (a later issue) decides on
-//! it. Until the gate exists, the agent runs a call only if its risk is
-//! allowed by [`crate::tool::Risk`] and the configured autonomy.
+//! Implementations live in `pincer-tools`. A tool *declares* the risk of
+//! each call ([`Tool::assess`]); the gate ([`crate::gate`]) decides. A tool
+//! can only run with a [`Permit`] for that exact call, and only the gate
+//! makes permits, so nothing can run a tool around the gate.
 
+use crate::gate::Permit;
 use crate::provider::{BoxFuture, ToolSpec};
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,32 @@ impl Risk {
     }
 }
 
+/// What a tool says about one call before it runs: its risk class, why,
+/// and whether a deny rule matched (blocked at every autonomy level).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Assessment {
+    pub risk: Risk,
+    /// One sentence a person can check, e.g. which part of a shell command
+    /// decided the class.
+    pub why: String,
+    pub denied: Option<String>,
+    /// Tool-specific detail for `pincer policy explain` (the shell tool puts
+    /// every part of the command here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
+}
+
+impl Assessment {
+    pub fn new(risk: Risk, why: impl Into<String>) -> Self {
+        Self {
+            risk,
+            why: why.into(),
+            denied: None,
+            detail: None,
+        }
+    }
+}
+
 /// A failed tool call. `RespondToModel` goes back to the model as the tool
 /// result (bad arguments, file not found, command failed); `Fatal` stops the
 /// turn (the workspace vanished, an invariant broke).
@@ -44,14 +71,14 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON Schema of the arguments object.
     fn parameters_schema(&self) -> serde_json::Value;
-    /// The risk class of this particular call; malformed arguments are
-    /// classified at the tool's highest risk.
-    fn risk(&self, args: &serde_json::Value) -> Risk;
-    /// Runs the call. The returned text is the tool result the model sees.
-    fn execute<'a>(
-        &'a self,
-        args: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>>;
+    /// The risk class of this particular call and why; malformed
+    /// arguments are classified at the tool's highest risk.
+    fn assess(&self, args: &serde_json::Value) -> Assessment;
+    /// Runs the call the gate admitted. The arguments are
+    /// [`Permit::args`] (an interceptor may have rewritten them), and the
+    /// tool's handles on the world are reached through [`Permit::open`].
+    /// The returned text is the tool result the model sees.
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

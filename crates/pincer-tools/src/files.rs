@@ -11,8 +11,9 @@
 
 use crate::args::{Args, object_schema, respond};
 use crate::workspace::{Resolved, Workspace};
+use pincer_core::gate::{Gated, Permit};
 use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -195,7 +196,7 @@ const READ_PARAMS: &[&str] = &["path", "offset", "limit"];
 /// call, with a marker saying where to continue.
 #[derive(Debug)]
 pub struct FileRead {
-    ws: Arc<Workspace>,
+    ws: Gated<Arc<Workspace>>,
     cap: usize,
     description: String,
 }
@@ -210,7 +211,7 @@ impl FileRead {
              and `limit` (bytes, default and maximum {cap}) select a part. Binary files are refused."
         );
         FileRead {
-            ws,
+            ws: Gated::new(ws),
             cap,
             description,
         }
@@ -331,12 +332,16 @@ impl Tool for FileRead {
         )
     }
 
-    fn risk(&self, _args: &Value) -> Risk {
-        Risk::Low
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(
+            Risk::Low,
+            "reads a file inside the workspace (file reads are low risk, PO2)",
+        )
     }
 
-    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let args = permit.args();
             let a = Args::parse("file_read", args, READ_PARAMS)?;
             let path = a.req_str("path")?.to_owned();
             let offset = a.opt_u64("offset")?.unwrap_or(0);
@@ -344,7 +349,7 @@ impl Tool for FileRead {
             if limit == Some(0) {
                 return Err(a.error("argument `limit` must be at least 1"));
             }
-            let (ws, cap) = (self.ws.clone(), self.cap);
+            let (ws, cap) = (permit.open(&self.ws).clone(), self.cap);
             blocking(move || read_blocking(&ws, &path, offset, limit, cap)).await
         })
     }
@@ -358,7 +363,7 @@ const LIST_PARAMS: &[&str] = &["path", "recursive", "max_entries"];
 /// sorted, symlinks shown but never followed.
 #[derive(Debug)]
 pub struct FileList {
-    ws: Arc<Workspace>,
+    ws: Gated<Arc<Workspace>>,
     max: usize,
     description: String,
 }
@@ -373,7 +378,7 @@ impl FileList {
              to the workspace root \".\"; at most `max_entries` entries (default and maximum {max})."
         );
         FileList {
-            ws,
+            ws: Gated::new(ws),
             max,
             description,
         }
@@ -572,12 +577,16 @@ impl Tool for FileList {
         )
     }
 
-    fn risk(&self, _args: &Value) -> Risk {
-        Risk::Low
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(
+            Risk::Low,
+            "lists a directory inside the workspace (low risk, PO2)",
+        )
     }
 
-    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let args = permit.args();
             let a = Args::parse("file_list", args, LIST_PARAMS)?;
             let path = a.opt_str("path")?.unwrap_or(".").to_owned();
             let recursive = a.opt_bool("recursive")?.unwrap_or(false);
@@ -592,7 +601,7 @@ impl Tool for FileList {
                 }
                 Some(n) => usize::try_from(n).unwrap_or(self.max),
             };
-            let (ws, hard_max) = (self.ws.clone(), self.max);
+            let (ws, hard_max) = (permit.open(&self.ws).clone(), self.max);
             blocking(move || list_blocking(&ws, &path, recursive, max, hard_max)).await
         })
     }
@@ -605,7 +614,7 @@ const WRITE_PARAMS: &[&str] = &["path", "content", "create_dirs"];
 /// `file_write {path, content, create_dirs?}`: atomic create-or-replace.
 #[derive(Debug)]
 pub struct FileWrite {
-    ws: Arc<Workspace>,
+    ws: Gated<Arc<Workspace>>,
     cap: usize,
     description: String,
 }
@@ -618,7 +627,7 @@ impl FileWrite {
              missing parent directories. To change part of a file, prefer file_edit."
         );
         FileWrite {
-            ws,
+            ws: Gated::new(ws),
             cap,
             description,
         }
@@ -680,12 +689,16 @@ impl Tool for FileWrite {
         )
     }
 
-    fn risk(&self, _args: &Value) -> Risk {
-        Risk::Medium
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(
+            Risk::Medium,
+            "writes a file inside the workspace (file writes are medium risk, PO2)",
+        )
     }
 
-    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let args = permit.args();
             let a = Args::parse("file_write", args, WRITE_PARAMS)?;
             let path = a.req_str("path")?.to_owned();
             let content = a.req_str("content")?;
@@ -698,7 +711,7 @@ impl Tool for FileWrite {
                 )));
             }
             let content = content.to_owned();
-            let ws = self.ws.clone();
+            let ws = permit.open(&self.ws).clone();
             blocking(move || write_blocking(&ws, &path, &content, create_dirs)).await
         })
     }
@@ -712,7 +725,7 @@ const EDIT_PARAMS: &[&str] = &["path", "old", "new", "replace_all"];
 /// written atomically.
 #[derive(Debug)]
 pub struct FileEdit {
-    ws: Arc<Workspace>,
+    ws: Gated<Arc<Workspace>>,
     cap: usize,
 }
 
@@ -774,7 +787,10 @@ fn edit_blocking(
 
 impl FileEdit {
     pub fn new(ws: Arc<Workspace>, cap: usize) -> FileEdit {
-        FileEdit { ws, cap }
+        FileEdit {
+            ws: Gated::new(ws),
+            cap,
+        }
     }
 }
 
@@ -813,12 +829,16 @@ impl Tool for FileEdit {
         )
     }
 
-    fn risk(&self, _args: &Value) -> Risk {
-        Risk::Medium
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(
+            Risk::Medium,
+            "edits a file inside the workspace (file writes are medium risk, PO2)",
+        )
     }
 
-    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let args = permit.args();
             let a = Args::parse("file_edit", args, EDIT_PARAMS)?;
             let path = a.req_str("path")?.to_owned();
             let old = a.req_str("old")?.to_owned();
@@ -827,7 +847,7 @@ impl Tool for FileEdit {
             if old.is_empty() {
                 return Err(a.error("argument `old` must not be empty"));
             }
-            let (ws, cap) = (self.ws.clone(), self.cap);
+            let (ws, cap) = (permit.open(&self.ws).clone(), self.cap);
             blocking(move || edit_blocking(&ws, &path, &old, &new, replace_all, cap)).await
         })
     }

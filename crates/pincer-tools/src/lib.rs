@@ -5,9 +5,11 @@
 //! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
 //! `shell` tool (TL2; no OS sandbox yet, see [`shell`]).
 //!
-//! It must not know about the policy gate, the audit trail or autonomy
-//! levels: each tool only *declares* the risk of a call
-//! ([`pincer_core::tool::Tool::risk`]) and the gate decides. It never reads
+//! It does not decide policy: each tool only *declares* the risk of a call
+//! ([`pincer_core::tool::Tool::assess`]; the shell tool asks the gate's
+//! classifier) and the gate decides. A tool runs only with the gate's
+//! [`pincer_core::gate::Permit`], and keeps its workspace in a
+//! [`pincer_core::gate::Gated`] that only the permit opens. It never reads
 //! environment variables: the binary passes what it needs ([`ShellEnv`]).
 
 mod args;
@@ -56,21 +58,25 @@ impl Default for ToolLimits {
 /// The built-in tools: the four file tools and `shell`, with `shell` getting
 /// [`ShellEnv::default`] (a standard `PATH`, `LANG=C.UTF-8`).
 pub fn kernel_tools(ws: Arc<Workspace>, limits: &ToolLimits, agent_id: &str) -> Vec<Arc<dyn Tool>> {
-    kernel_tools_with_shell_env(ws, limits, agent_id, ShellEnv::default())
+    kernel_tools_with_shell_env(ws, limits, agent_id, ShellEnv::default(), &[])
 }
 
-/// [`kernel_tools`] with the allowlisted environment the binary read at start.
+/// [`kernel_tools`] with the allowlisted environment the binary read at
+/// start and the configured extra deny patterns for shell programs.
 pub fn kernel_tools_with_shell_env(
     ws: Arc<Workspace>,
     limits: &ToolLimits,
     agent_id: &str,
     env: ShellEnv,
+    deny_commands: &[String],
 ) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(FileRead::new(ws.clone(), limits.read_cap)),
         Arc::new(FileList::new(ws.clone(), limits.list_max)),
         Arc::new(FileWrite::new(ws.clone(), limits.write_cap)),
         Arc::new(FileEdit::new(ws.clone(), limits.write_cap)),
-        Arc::new(ShellTool::new(ws, limits, agent_id, env)),
+        Arc::new(
+            ShellTool::new(ws, limits, agent_id, env).with_deny_commands(deny_commands.to_vec()),
+        ),
     ]
 }

@@ -1,10 +1,10 @@
 //! The `shell` tool (DESIGN TL2, SB3).
 //!
-//! **Risk is always [`Risk::High`] for now.** The policy-gate issue will add
-//! a classifier that parses argv (read-only commands low, writes medium,
-//! destructive/network/privilege high, plus a deny list, PO2). Until then,
-//! under the `supervised` and `readonly` autonomy levels the agent must never
-//! run this tool without a person's approval; only `full` runs it unasked.
+//! **Risk comes from the gate's classifier** ([`pincer_core::gate::shell`]):
+//! the command is parsed part by part (wrappers, `sh -c`, pipes, command
+//! substitution, redirections, options that run programs), read-only
+//! commands are low, writes medium, destructive/network/privilege or unknown
+//! programs high, and a deny list blocks at every autonomy level (PO2).
 //!
 //! **It runs WITHOUT an OS sandbox** until the sandbox issue (SB1) lands:
 //! no namespaces, no Landlock, no cgroup limits. The command can read and
@@ -30,8 +30,9 @@
 use crate::ToolLimits;
 use crate::args::{Args, object_schema, respond};
 use crate::workspace::Workspace;
+use pincer_core::gate::{Gated, Permit, shell};
 use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -102,7 +103,8 @@ const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
 /// `shell {argv | command, timeout_secs?}`. See the module doc.
 #[derive(Debug)]
 pub struct ShellTool {
-    ws: Arc<Workspace>,
+    ws: Gated<Arc<Workspace>>,
+    deny_commands: Vec<String>,
     agent_id: String,
     env: ShellEnv,
     timeout_default: Duration,
@@ -111,7 +113,37 @@ pub struct ShellTool {
     description: String,
 }
 
+/// The command a call runs, as one shell string: `command` itself, or
+/// `argv` with every element single-quoted. `None` when the arguments are
+/// not one of the two shapes.
+fn command_text(args: &Value) -> Option<String> {
+    match (args.get("command"), args.get("argv")) {
+        (Some(Value::String(c)), None) => Some(c.clone()),
+        (None, Some(Value::Array(items))) if !items.is_empty() => {
+            let mut out = String::new();
+            for item in items {
+                let word = item.as_str()?;
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push('\'');
+                out.push_str(&word.replace('\'', "'\\''"));
+                out.push('\'');
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 impl ShellTool {
+    /// Program-name globs blocked at every autonomy level on top of the
+    /// built-in deny list (`[policy] deny_commands`).
+    pub fn with_deny_commands(mut self, patterns: Vec<String>) -> ShellTool {
+        self.deny_commands = patterns;
+        self
+    }
+
     pub fn new(
         ws: Arc<Workspace>,
         limits: &ToolLimits,
@@ -127,7 +159,8 @@ impl ShellTool {
             "Run a command in the workspace directory. Give exactly one of `argv` (a list: the program \
              and its arguments, run directly with no shell) or `command` (a string run with sh -c, for \
              pipes and redirections). WARNING: it runs WITHOUT an OS sandbox for now, with the same \
-             access as pincer itself; every call needs approval unless autonomy is `full`. The \
+             access as pincer itself. Read-only commands (ls, cat, grep, git log...) run without \
+             approval; anything else needs approval unless autonomy is `full`. The \
              environment is reduced to PATH, LANG, LC_ALL, TERM=dumb, HOME=<workspace>, PINCER_AGENT; \
              stdin is empty. `timeout_secs` defaults to {} (at most {}); on timeout the whole process \
              group is killed. Output (stdout and stderr together) is capped at {output_cap} bytes. A \
@@ -136,7 +169,8 @@ impl ShellTool {
             timeout_max.as_secs()
         );
         ShellTool {
-            ws,
+            ws: Gated::new(ws),
+            deny_commands: Vec::new(),
             agent_id: agent_id.to_string(),
             env,
             timeout_default,
@@ -148,6 +182,7 @@ impl ShellTool {
 
     async fn run(
         &self,
+        ws: &Workspace,
         program: &str,
         args: &[&str],
         timeout: Duration,
@@ -163,9 +198,9 @@ impl ShellTool {
                 .env_clear()
                 .env("PATH", &self.env.path)
                 .env("TERM", "dumb")
-                .env("HOME", self.ws.root())
+                .env("HOME", ws.root())
                 .env("PINCER_AGENT", &self.agent_id)
-                .current_dir(self.ws.root())
+                .current_dir(ws.root())
                 .stdin(Stdio::null())
                 .stdout(writer)
                 .stderr(writer2)
@@ -431,13 +466,28 @@ impl Tool for ShellTool {
         )
     }
 
-    /// Always high until the gate's classifier exists (module doc).
-    fn risk(&self, _args: &Value) -> Risk {
-        Risk::High
+    /// The gate's classifier decides (PO2): the `command` string, or `argv`
+    /// quoted back into one, is parsed part by part; malformed arguments are
+    /// high risk.
+    fn assess(&self, args: &Value) -> Assessment {
+        let Some(command) = command_text(args) else {
+            return Assessment::new(
+                Risk::High,
+                "the arguments are malformed, so the call is classified at the highest risk",
+            );
+        };
+        let c = shell::classify(&command, &self.deny_commands);
+        Assessment {
+            risk: c.risk,
+            why: c.why,
+            denied: c.denied,
+            detail: Some(json!({"command": command, "parts": c.parts})),
+        }
     }
 
-    fn execute<'a>(&'a self, args: &'a Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let args = permit.args();
             let a = Args::parse("shell", args, PARAMS)?;
             let argv = a.opt_str_array("argv")?;
             let command = a.opt_str("command")?;
@@ -478,7 +528,8 @@ impl Tool for ShellTool {
                 }
                 Some(s) => Duration::from_secs(s),
             };
-            self.run(program, &rest, timeout).await
+            self.run(permit.open(&self.ws).as_ref(), program, &rest, timeout)
+                .await
         })
     }
 }

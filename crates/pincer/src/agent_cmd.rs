@@ -3,10 +3,9 @@
 use crate::Ctx;
 use crate::wiring::{self, Env};
 use anyhow::{Context, Result};
-use pincer_core::agent::{
-    Agent, AgentEvent, AgentSettings, ApprovalAnswer, ApprovalRequest, Approver, Conversation,
-    DenyAll, StopReason, ToolStatus,
-};
+use pincer_core::agent::{Agent, AgentEvent, AgentSettings, Conversation, StopReason, ToolStatus};
+use pincer_core::approvals::{ApprovalQueue, QueueApprover};
+use pincer_core::gate::{ApprovalAnswer, ApprovalRequest, Approver};
 use pincer_core::provider::{BoxFuture, FinishReason};
 use pincer_core::session::SessionStore;
 use std::io::{IsTerminal, Write};
@@ -40,11 +39,13 @@ struct TerminalApprover;
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
         let prompt = format!(
-            "\n[approval] the agent wants to run `{}` ({} risk) with {}\n           approve? [y/N] ",
+            "\n[approval] the agent wants to run `{}` ({} risk: {}) with {}\n           approve? [y/N] ",
             terminal_safe(&req.tool),
             req.risk.as_str(),
+            terminal_safe(&req.why),
             terminal_safe(&req.arguments.to_string())
         );
+        let call_hash = req.call_hash.clone();
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{prompt}");
@@ -55,10 +56,19 @@ impl Approver for TerminalApprover {
             .await;
             match answer {
                 Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => {
-                    ApprovalAnswer::Approved
+                    ApprovalAnswer::Approved {
+                        call_hash,
+                        by: "human:terminal".into(),
+                    }
                 }
-                Ok(Ok(_)) => ApprovalAnswer::Denied("the person at the terminal said no".into()),
-                _ => ApprovalAnswer::Denied("could not read an answer from the terminal".into()),
+                Ok(Ok(_)) => ApprovalAnswer::Denied {
+                    by: "human:terminal".into(),
+                    reason: "the person at the terminal said no".into(),
+                },
+                _ => ApprovalAnswer::Denied {
+                    by: "system".into(),
+                    reason: "could not read an answer from the terminal".into(),
+                },
             }
         })
     }
@@ -177,8 +187,7 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         eprintln!("provider: {}", choice.how);
     }
     let provider = wiring::build_provider(&choice, &env)?;
-    let ws_dir = wiring::workspace_dir(ctx, &env, args.workspace.clone())?;
-    let ws = wiring::open_workspace(ctx, &ws_dir)?;
+    let tools = wiring::tools_for(ctx, &env, args.workspace.clone())?;
     let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
     for p in &problems {
         eprintln!(
@@ -187,15 +196,30 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
             p.reason
         );
     }
+    let cfg = &ctx.config;
     let interactive = std::io::stdin().is_terminal();
     let approver: Arc<dyn Approver> = if interactive {
         Arc::new(TerminalApprover)
     } else {
-        Arc::new(DenyAll(
-            "nobody can be asked: stdin is not a terminal (run `pincer agent` interactively, or set [policy] autonomy)".into(),
-        ))
+        // Nobody at this terminal: a person answers from another one (or
+        // the gateway) through the approval queue; no answer is a denial.
+        let queue = ApprovalQueue::open(&ctx.home.approvals_dir())?;
+        // Said on stderr in both modes: stdout may be the JSON stream.
+        Arc::new(
+            QueueApprover::new(queue, Duration::from_secs(cfg.policy.approval_timeout_secs))
+                .on_pending(|p| {
+                    eprintln!(
+                        "[approval {}] `{}` ({} risk) is waiting: run `pincer approvals approve {}` or `pincer approvals deny {}` within {} s",
+                        p.id,
+                        terminal_safe(&p.tool),
+                        p.risk.as_str(),
+                        p.id,
+                        p.id,
+                        p.timeout().as_secs()
+                    );
+                }),
+        )
     };
-    let cfg = &ctx.config;
     let context_window = choice
         .chain
         .iter()
@@ -209,15 +233,11 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         output_reserve: cfg.context.output_reserve,
         summary_max_chars: cfg.context.summary_max_chars,
         chars_per_token: cfg.context.chars_per_token,
-        autonomy: cfg.policy.autonomy,
-        approval_timeout: Duration::from_secs(cfg.policy.approval_timeout_secs),
     };
-    let mut agent = Agent::new(
-        provider,
-        wiring::tools(ws, &env, &cfg.agent.agent_id),
-        approver,
-        settings,
-    );
+    let audit = wiring::open_audit(ctx)?;
+    let actor = format!("agent:{}", cfg.agent.agent_id);
+    let gate = wiring::gate(ctx, &env, audit, approver, &actor)?;
+    let mut agent = Agent::new(provider, tools, Arc::new(gate), settings);
     let store = SessionStore::open(ctx.home.sessions_dir(), cfg.session.fsync)?;
     let render = renderer(args.json);
 

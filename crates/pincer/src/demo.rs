@@ -19,10 +19,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pincer_core::agent::{
-    Agent, AgentEvent, AgentSettings, ApprovalAnswer, ApprovalRequest, Approver, Conversation,
-};
+use pincer_core::agent::{Agent, AgentEvent, AgentSettings, Conversation};
+use pincer_core::audit::Audit;
 use pincer_core::config::{Autonomy, DEFAULT_SYSTEM_PROMPT};
+use pincer_core::gate::{ApprovalAnswer, ApprovalRequest, Approver, Gate, GatePolicy};
 use pincer_core::provider::BoxFuture;
 use pincer_core::tool::Risk;
 use pincer_providers::ScriptedProvider;
@@ -58,6 +58,10 @@ struct AgentStory {
     approvals: Vec<String>,
     notes_after: String,
     session_messages: usize,
+    /// Entries in the audit trail, by kind, and whether it verifies.
+    audit_entries: u64,
+    audit_kinds: std::collections::BTreeMap<String, usize>,
+    audit_verified: bool,
 }
 
 /// The demo's stand-in for a person: approves medium-risk calls (file
@@ -67,11 +71,15 @@ struct DemoApprover(Mutex<Vec<String>>);
 impl Approver for DemoApprover {
     fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
         let answer = if req.risk <= Risk::Medium {
-            ApprovalAnswer::Approved
+            ApprovalAnswer::Approved {
+                call_hash: req.call_hash.clone(),
+                by: "human:demo".into(),
+            }
         } else {
-            ApprovalAnswer::Denied(
-                "the demo approves medium-risk file edits and nothing riskier".into(),
-            )
+            ApprovalAnswer::Denied {
+                by: "human:demo".into(),
+                reason: "the demo approves medium-risk file edits and nothing riskier".into(),
+            }
         };
         let line = format!(
             "{} ({} risk) {}: {}",
@@ -79,8 +87,8 @@ impl Approver for DemoApprover {
             req.risk.as_str(),
             req.arguments,
             match &answer {
-                ApprovalAnswer::Approved => "approved".to_string(),
-                ApprovalAnswer::Denied(why) => format!("denied ({why})"),
+                ApprovalAnswer::Approved { .. } => "approved".to_string(),
+                ApprovalAnswer::Denied { reason, .. } => format!("denied ({reason})"),
             }
         );
         if let Ok(mut log) = self.0.lock() {
@@ -104,7 +112,11 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
     std::fs::write(ws_dir.join("selftest.sh"), "echo sensors ok\n")?;
     let ws = Arc::new(Workspace::open(
         &ws_dir,
-        vec![home.join("sessions"), home.join("config.toml")],
+        vec![
+            home.join("sessions"),
+            home.join("audit"),
+            home.join("config.toml"),
+        ],
     )?);
     let provider = Arc::new(ScriptedProvider::from_json("scripted", DEMO_SCRIPT)?);
     let approver = Arc::new(DemoApprover(Mutex::new(Vec::new())));
@@ -116,13 +128,18 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
         output_reserve: 1024,
         summary_max_chars: 2000,
         chars_per_token: 4.0,
+    };
+    let audit = Arc::new(Audit::open(&home.join("audit"))?);
+    let policy = GatePolicy {
         autonomy,
         approval_timeout: Duration::from_secs(5),
+        deny_tools: vec![],
     };
+    let gate = Gate::new(policy, "agent:demo", audit.clone(), approver.clone());
     let mut agent = Agent::new(
         provider,
         kernel_tools(ws, &ToolLimits::default(), "demo"),
-        approver.clone(),
+        Arc::new(gate),
         settings,
     );
     let store = SessionStore::open(home.join("sessions"), FsyncPolicy::Turn)?;
@@ -156,7 +173,15 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
         });
     }
     let approvals = approver.0.lock().map(|v| v.clone()).unwrap_or_default();
+    let report = audit.verify()?;
+    let mut audit_kinds = std::collections::BTreeMap::new();
+    for e in audit.log(None, None)? {
+        *audit_kinds.entry(e.kind).or_insert(0) += 1;
+    }
     Ok(AgentStory {
+        audit_entries: report.entries,
+        audit_kinds,
+        audit_verified: report.defect.is_none(),
         workspace: ws_dir.display().to_string(),
         autonomy: autonomy.as_str(),
         turns,
@@ -171,7 +196,7 @@ fn render_agent(a: &AgentStory, out: &mut String) {
     let _ = writeln!(
         out,
         "Part 1: an agent session. The model is scripted; the file and shell tools, the\n\
-         policy table (autonomy = {}) and the session store are real.\n",
+         policy gate (autonomy = {}), the audit trail and the session store are real.\n",
         a.autonomy
     );
     for t in &a.turns {
@@ -217,8 +242,20 @@ fn render_agent(a: &AgentStory, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "the session holds {} messages, one JSON line each.\n",
+        "the session holds {} messages, one JSON line each.",
         a.session_messages
+    );
+    let kinds: Vec<String> = a
+        .audit_kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "the audit trail holds {} hash-chained entries ({}); `audit verify`: {}.\n",
+        a.audit_entries,
+        kinds.join(", "),
+        if a.audit_verified { "ok" } else { "DEFECT" }
     );
 }
 

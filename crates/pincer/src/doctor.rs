@@ -36,6 +36,14 @@ struct Report {
     path_resolution: Option<String>,
     autonomy: &'static str,
     fsync: &'static str,
+    /// `[policy]` deny lists and `[[hooks]]` names, as configured.
+    deny_tools: Vec<String>,
+    deny_commands: Vec<String>,
+    hooks: Vec<String>,
+    /// AU3, the same walk as `pincer audit verify`.
+    audit: Result<pincer_core::audit::VerifyReport, String>,
+    /// Calls waiting for a person (`pincer approvals list`).
+    approvals_waiting: Result<usize, String>,
     providers: Vec<ProviderStatus>,
     /// What `pincer agent` would use now, or why it cannot start.
     agent_provider: Result<String, String>,
@@ -89,10 +97,7 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
         .map_err(|e| format!("{e:#}"));
     let mut degraded = vec![
         "shell: runs without an OS sandbox (namespaces, Landlock, cgroups are not built yet); \
-         under supervised or readonly autonomy it never runs unapproved"
-            .to_string(),
-        "policy: the autonomy × risk table applies to every tool call; the deny list, hooks and \
-         the audit trail are not built yet"
+         commands the classifier calls read-only run unapproved under supervised autonomy"
             .to_string(),
     ];
     let (workspace, workspace_error, path_resolution) = match wiring::workspace_dir(ctx, &env, None)
@@ -111,7 +116,23 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
         Err(e) => (None, Some(e.to_string()), None),
     };
     let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
+    let audit = pincer_core::audit::Audit::open(&ctx.home.audit_dir())
+        .and_then(|a| a.verify())
+        .map_err(|e| e.to_string());
+    let approvals_waiting = pincer_core::approvals::ApprovalQueue::open(&ctx.home.approvals_dir())
+        .and_then(|q| q.list())
+        .map(|l| l.pending.len())
+        .map_err(|e| e.to_string());
     let report = Report {
+        deny_tools: cfg.policy.deny_tools.clone(),
+        deny_commands: cfg.policy.deny_commands.clone(),
+        hooks: cfg
+            .hooks
+            .iter()
+            .map(|h| format!("{} ({})", h.name, h.kind.as_str()))
+            .collect(),
+        audit,
+        approvals_waiting,
         version: env!("CARGO_PKG_VERSION"),
         home: ctx.home.root().display().to_string(),
         config: ctx.home.config_path().display().to_string(),
@@ -168,6 +189,45 @@ fn render(r: &Report) -> String {
         _ => {}
     }
     let _ = writeln!(o, "autonomy:  {}    fsync: {}", r.autonomy, r.fsync);
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let _ = writeln!(
+        o,
+        "deny:      tools {}; shell programs: built-in list + {}",
+        list(&r.deny_tools),
+        list(&r.deny_commands)
+    );
+    let _ = writeln!(o, "hooks:     {}", list(&r.hooks));
+    match &r.audit {
+        Ok(a) => match &a.defect {
+            None => {
+                let _ = writeln!(o, "audit:     ok, {} entries", a.entries);
+            }
+            Some(d) => {
+                let _ = writeln!(
+                    o,
+                    "audit:     DEFECT at seq {} ({}): run `pincer audit verify`",
+                    d.seq, d.detail
+                );
+            }
+        },
+        Err(e) => {
+            let _ = writeln!(o, "audit:     ERROR {e}");
+        }
+    }
+    match &r.approvals_waiting {
+        Ok(n) => {
+            let _ = writeln!(o, "approvals: {n} waiting");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "approvals: ERROR {e}");
+        }
+    }
     let _ = writeln!(o, "providers:");
     if r.providers.is_empty() {
         let _ = writeln!(o, "  none configured");

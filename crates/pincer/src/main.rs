@@ -3,8 +3,11 @@
 //! its own beyond that.
 
 mod agent_cmd;
+mod approvals_cmd;
+mod audit_cmd;
 mod demo;
 mod doctor;
+mod policy_cmd;
 mod session_cmd;
 mod wiring;
 
@@ -63,6 +66,15 @@ enum Command {
     /// Inspect and edit sessions (append-only JSONL under sessions/).
     #[command(subcommand)]
     Session(session_cmd::SessionCmd),
+    /// Answer calls an agent is waiting on: list, approve, deny.
+    #[command(subcommand)]
+    Approvals(approvals_cmd::ApprovalsCmd),
+    /// The tamper-evident audit trail: verify, log, note, reanchor.
+    #[command(subcommand)]
+    Audit(audit_cmd::AuditCmd),
+    /// What the policy gate decides, and why.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCmd),
 }
 
 /// Everything the commands need from the environment, read once.
@@ -150,6 +162,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let ctx = load_ctx(cli.home)?;
             session_cmd::run(&ctx, cmd)
         }
+        Command::Approvals(cmd) => approvals_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Audit(cmd) => audit_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
     }
 }
 

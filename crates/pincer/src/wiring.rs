@@ -4,7 +4,10 @@
 
 use crate::Ctx;
 use anyhow::{Context, Result, bail};
+use pincer_core::audit::Audit;
 use pincer_core::config::{ProviderConfig, ProviderKind};
+use pincer_core::gate::{Approver, Gate, GatePolicy};
+use pincer_core::hooks::{ExternalHook, HookEnv, HookKind, HookSpec};
 use pincer_core::provider::Provider;
 use pincer_providers::{ProbeReport, detect_local};
 use pincer_tools::{ShellEnv, ToolLimits, Workspace, kernel_tools_with_shell_env};
@@ -28,6 +31,8 @@ pub struct Env {
     pub keys: Vec<(String, String)>,
     /// PATH and locale for the shell tool's cleared environment.
     pub shell: ShellEnv,
+    /// PATH, HOME and LANG for external hooks' cleared environment.
+    pub hooks: HookEnv,
 }
 
 impl std::fmt::Debug for Env {
@@ -69,6 +74,7 @@ impl Env {
             model: var("PINCER_MODEL"),
             keys,
             shell: ShellEnv::from_vars(std::env::vars_os()),
+            hooks: HookEnv::from_vars(std::env::vars_os()),
         }
     }
 
@@ -297,17 +303,129 @@ pub fn workspace_dir(ctx: &Ctx, env: &Env, flag: Option<PathBuf>) -> Result<Path
 /// Opens the workspace, refusing one that overlaps pincer's own state.
 pub fn open_workspace(ctx: &Ctx, dir: &std::path::Path) -> Result<Arc<Workspace>> {
     let home = ctx.home.root();
-    let protected = ["sessions", "audit", "memory", "keys", "config.toml"]
-        .iter()
-        .map(|p| home.join(p))
-        .collect();
+    // approvals/ above all: a tool that could write there could approve
+    // its own calls.
+    let protected = [
+        "sessions",
+        "audit",
+        "approvals",
+        "memory",
+        "keys",
+        "config.toml",
+    ]
+    .iter()
+    .map(|p| home.join(p))
+    .collect();
     Ok(Arc::new(Workspace::open(dir, protected)?))
 }
 
-pub fn tools(
-    ws: Arc<Workspace>,
+/// The agent's tools over the workspace (`flag`, `PINCER_WORKSPACE`, the
+/// config, or the default), with the configured shell deny list.
+pub fn tools_for(
+    ctx: &Ctx,
     env: &Env,
-    agent_id: &str,
-) -> Vec<Arc<dyn pincer_core::tool::Tool>> {
-    kernel_tools_with_shell_env(ws, &ToolLimits::default(), agent_id, env.shell.clone())
+    flag: Option<PathBuf>,
+) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
+    let dir = workspace_dir(ctx, env, flag)?;
+    let ws = open_workspace(ctx, &dir)?;
+    Ok(kernel_tools_with_shell_env(
+        ws,
+        &ToolLimits::default(),
+        &ctx.config.agent.agent_id,
+        env.shell.clone(),
+        &ctx.config.policy.deny_commands,
+    ))
+}
+
+/// The audit trail under PINCER_HOME.
+pub fn open_audit(ctx: &Ctx) -> Result<Arc<Audit>> {
+    let dir = ctx.home.audit_dir();
+    let audit = Audit::open(&dir)
+        .with_context(|| format!("cannot open the audit trail in {}", dir.display()))?;
+    Ok(Arc::new(audit))
+}
+
+/// The gate from the config: policy, deny lists, `[[hooks]]`, and
+/// `approver` for approvals no approval hook answers. Records the config
+/// load (and a policy change since the last load) in the trail first.
+pub fn gate(
+    ctx: &Ctx,
+    env: &Env,
+    audit: Arc<Audit>,
+    approver: Arc<dyn Approver>,
+    actor: &str,
+) -> Result<Gate> {
+    record_config_load(ctx, &audit)?;
+    let cfg = &ctx.config;
+    let policy = GatePolicy {
+        autonomy: cfg.policy.autonomy,
+        approval_timeout: Duration::from_secs(cfg.policy.approval_timeout_secs),
+        deny_tools: cfg.policy.deny_tools.clone(),
+    };
+    let mut gate = Gate::new(policy, actor, audit, approver);
+    for h in &cfg.hooks {
+        let spec = HookSpec {
+            name: h.name.clone(),
+            kind: h.kind,
+            command: h.command.clone(),
+            tools: h.tools.clone(),
+            timeout: Duration::from_millis(h.timeout_ms),
+        };
+        spec.validate()
+            .with_context(|| format!("{}: hook `{}`", ctx.home.config_path().display(), h.name))?;
+        let hook = Arc::new(ExternalHook::new(spec).with_env(env.hooks.clone()));
+        gate = match h.kind {
+            HookKind::Interceptor => gate.with_interceptor(hook),
+            HookKind::Observer => gate.with_observer(hook),
+            HookKind::Approval => gate.with_approval_hook(h.tools.clone(), hook),
+        };
+    }
+    Ok(gate)
+}
+
+/// The part of the config that decides what the agent may do.
+fn policy_fingerprint(ctx: &Ctx) -> serde_json::Value {
+    let cfg = &ctx.config;
+    serde_json::json!({
+        "autonomy": cfg.policy.autonomy,
+        "approval_timeout_secs": cfg.policy.approval_timeout_secs,
+        "deny_tools": cfg.policy.deny_tools,
+        "deny_commands": cfg.policy.deny_commands,
+        "hooks": cfg.hooks,
+    })
+}
+
+/// A `config.load` entry (file, its hash, the policy in force), and a
+/// `policy.change` entry when the policy differs from the last load's.
+pub fn record_config_load(ctx: &Ctx, audit: &Audit) -> Result<()> {
+    let path = ctx.home.config_path();
+    let sha256 = match std::fs::read(&path) {
+        Ok(bytes) => Some(pincer_core::canonical::sha256_hex(&bytes)),
+        Err(_) => None,
+    };
+    let policy = policy_fingerprint(ctx);
+    let before = audit
+        .log(Some(1), Some("config.load"))?
+        .pop()
+        .map(|e| e.data["policy"].clone());
+    audit.append(
+        "system",
+        "config.load",
+        serde_json::json!({
+            "path": path.display().to_string(),
+            "found": ctx.config_found,
+            "sha256": sha256,
+            "policy": policy,
+        }),
+    )?;
+    if let Some(before) = before
+        && before != policy
+    {
+        audit.append(
+            "system",
+            "policy.change",
+            serde_json::json!({ "before": before, "after": policy }),
+        )?;
+    }
+    Ok(())
 }

@@ -1,9 +1,14 @@
 use super::*;
+use crate::audit::Audit;
+use crate::config::Autonomy;
 use crate::config::FsyncPolicy;
+use crate::gate::{ApprovalAnswer, Approver, DenyAll, GatePolicy, Permit};
 use crate::provider::{ChatResponse, FinishReason, ProviderCaps};
+use crate::tool::Assessment;
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// A model that replays queued replies and records every request.
 struct Model {
@@ -113,13 +118,11 @@ impl Tool for Echo {
     fn parameters_schema(&self) -> serde_json::Value {
         json!({"type": "object", "properties": {"text": {"type": "string"}}})
     }
-    fn risk(&self, _args: &serde_json::Value) -> Risk {
-        Risk::Low
+    fn assess(&self, _args: &serde_json::Value) -> Assessment {
+        Assessment::new(Risk::Low, "test")
     }
-    fn execute<'a>(
-        &'a self,
-        args: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        let args = permit.args();
         Box::pin(async move {
             if let Some(b) = &self.barrier {
                 b.wait().await;
@@ -148,13 +151,11 @@ impl Tool for Act {
     fn parameters_schema(&self) -> serde_json::Value {
         json!({"type": "object"})
     }
-    fn risk(&self, _args: &serde_json::Value) -> Risk {
-        self.risk
+    fn assess(&self, _args: &serde_json::Value) -> Assessment {
+        Assessment::new(self.risk, "test")
     }
-    fn execute<'a>(
-        &'a self,
-        args: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        let args = permit.args();
         Box::pin(async move {
             if let Some(started) = &self.hang {
                 started.notify_one();
@@ -183,7 +184,15 @@ struct Always(ApprovalAnswer, Arc<Mutex<Vec<String>>>);
 impl Approver for Always {
     fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
         self.1.lock().expect("lock").push(req.tool.clone());
-        Box::pin(async move { self.0.clone() })
+        // An honest approver answers for the call it was shown.
+        let answer = match &self.0 {
+            ApprovalAnswer::Approved { by, .. } => ApprovalAnswer::Approved {
+                call_hash: req.call_hash.clone(),
+                by: by.clone(),
+            },
+            denied => denied.clone(),
+        };
+        Box::pin(async move { answer })
     }
 }
 
@@ -194,17 +203,43 @@ impl Approver for Never {
     }
 }
 
-fn settings(autonomy: Autonomy) -> AgentSettings {
-    AgentSettings {
-        system_prompt: "You are a test.".into(),
-        max_tool_iterations: 4,
-        context_window: 8192,
-        output_reserve: 512,
-        summary_max_chars: 1000,
-        chars_per_token: 4.0,
+struct TestSettings {
+    agent: AgentSettings,
+    autonomy: Autonomy,
+    approval_timeout: Duration,
+}
+
+fn settings(autonomy: Autonomy) -> TestSettings {
+    TestSettings {
+        agent: AgentSettings {
+            system_prompt: "You are a test.".into(),
+            max_tool_iterations: 4,
+            context_window: 8192,
+            output_reserve: 512,
+            summary_max_chars: 1000,
+            chars_per_token: 4.0,
+        },
         autonomy,
         approval_timeout: Duration::from_secs(5),
     }
+}
+
+/// An agent whose gate writes its trail under the fixture's directory.
+fn new_agent(
+    fx: &Fixture,
+    provider: Arc<dyn Provider>,
+    tools: Vec<Arc<dyn Tool>>,
+    approver: Arc<dyn Approver>,
+    s: TestSettings,
+) -> Agent {
+    let policy = GatePolicy {
+        autonomy: s.autonomy,
+        approval_timeout: s.approval_timeout,
+        deny_tools: vec![],
+    };
+    let audit = Arc::new(Audit::open(&fx.audit_dir()).expect("audit"));
+    let gate = Gate::new(policy, "agent:test", audit, approver);
+    Agent::new(provider, tools, Arc::new(gate), s.agent)
 }
 
 struct Fixture {
@@ -228,6 +263,9 @@ impl Fixture {
         let events = self.events.clone();
         move |e| events.lock().expect("lock").push(e)
     }
+    fn audit_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("audit")
+    }
     fn events(&self) -> Vec<AgentEvent> {
         self.events.lock().expect("lock").clone()
     }
@@ -247,7 +285,8 @@ fn statuses(events: &[AgentEvent]) -> Vec<(String, ToolStatus)> {
 async fn a_final_reply_is_streamed_and_stored_with_its_provider() {
     let fx = Fixture::new();
     let model = Model::new(vec![text("Hello there, friend.")]);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         vec![],
         Arc::new(DenyAll("none".into())),
@@ -294,7 +333,8 @@ async fn tool_calls_run_in_parallel_and_results_follow_their_call() {
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Echo {
         barrier: Some(barrier),
     })];
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         tools,
         Arc::new(DenyAll("none".into())),
@@ -330,7 +370,8 @@ async fn max_iterations_stops_with_a_clear_message_and_a_valid_session() {
     let fx = Fixture::new();
     let model = Model::new(vec![]); // asks for a tool forever
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Echo { barrier: None })];
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         tools,
         Arc::new(DenyAll("none".into())),
@@ -358,28 +399,40 @@ async fn the_policy_table_decides_and_approvals_are_asked() {
     for (autonomy, answer, want_status, want_asked, want_ran) in [
         (
             Autonomy::Readonly,
-            ApprovalAnswer::Approved,
+            ApprovalAnswer::Approved {
+                call_hash: String::new(),
+                by: "human:test".into(),
+            },
             ToolStatus::Blocked,
             0,
             0,
         ),
         (
             Autonomy::Supervised,
-            ApprovalAnswer::Denied("no".into()),
+            ApprovalAnswer::Denied {
+                by: "human:test".into(),
+                reason: "no".into(),
+            },
             ToolStatus::Denied,
             1,
             0,
         ),
         (
             Autonomy::Supervised,
-            ApprovalAnswer::Approved,
+            ApprovalAnswer::Approved {
+                call_hash: String::new(),
+                by: "human:test".into(),
+            },
             ToolStatus::Ok,
             1,
             1,
         ),
         (
             Autonomy::Full,
-            ApprovalAnswer::Denied("no".into()),
+            ApprovalAnswer::Denied {
+                by: "human:test".into(),
+                reason: "no".into(),
+            },
             ToolStatus::Ok,
             0,
             1,
@@ -392,7 +445,8 @@ async fn the_policy_table_decides_and_approvals_are_asked() {
             calls(&[("w", "write", json!({"path": "x"}))]),
             text("ok"),
         ]);
-        let mut agent = Agent::new(
+        let mut agent = new_agent(
+            &fx,
             model.clone(),
             vec![act("write", Risk::Medium, &ran)],
             Arc::new(Always(answer, asked.clone())),
@@ -425,7 +479,8 @@ async fn an_unanswered_approval_is_a_denial() {
     let model = Model::new(vec![calls(&[("w", "write", json!({}))]), text("ok")]);
     let mut s = settings(Autonomy::Supervised);
     s.approval_timeout = Duration::from_millis(20);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         vec![act("write", Risk::High, &ran)],
         Arc::new(Never),
@@ -460,10 +515,17 @@ async fn tool_output_cannot_raise_autonomy() {
         calls(&[("2", "write", json!({}))]),
         text("ok"),
     ]);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model,
         vec![act("write", Risk::High, &ran)],
-        Arc::new(Always(ApprovalAnswer::Approved, asked.clone())),
+        Arc::new(Always(
+            ApprovalAnswer::Approved {
+                call_hash: String::new(),
+                by: "human:test".into(),
+            },
+            asked.clone(),
+        )),
         settings(Autonomy::Supervised),
     );
     let mut conv = Conversation::open(&fx.store, "i").expect("open");
@@ -489,7 +551,8 @@ async fn unknown_tools_and_fatal_errors_keep_the_session_valid() {
         calls(&[("u", "nope", json!({}))]),
         calls(&[("b", "boom", json!({}))]),
     ]);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         vec![fatal],
         Arc::new(DenyAll("x".into())),
@@ -529,7 +592,8 @@ async fn cancelling_mid_tool_leaves_a_session_the_next_turn_repairs() {
         fatal: false,
     });
     let model = Model::new(vec![calls(&[("s1", "slow", json!({}))]), text("recovered")]);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model.clone(),
         vec![hanging],
         Arc::new(DenyAll("x".into())),
@@ -568,9 +632,9 @@ async fn long_sessions_are_trimmed_and_the_trim_persisted() {
     }
     let model = Model::new(replies);
     let mut s = settings(Autonomy::Supervised);
-    s.context_window = 1200;
-    s.output_reserve = 200;
-    let mut agent = Agent::new(model.clone(), vec![], Arc::new(DenyAll("x".into())), s);
+    s.agent.context_window = 1200;
+    s.agent.output_reserve = 200;
+    let mut agent = new_agent(&fx, model.clone(), vec![], Arc::new(DenyAll("x".into())), s);
     let mut conv = Conversation::open(&fx.store, "l").expect("open");
     for i in 0..30 {
         agent
@@ -634,13 +698,11 @@ impl Tool for Counted {
     fn parameters_schema(&self) -> serde_json::Value {
         json!({"type": "object"})
     }
-    fn risk(&self, _args: &serde_json::Value) -> Risk {
-        Risk::Medium
+    fn assess(&self, _args: &serde_json::Value) -> Assessment {
+        Assessment::new(Risk::Medium, "test")
     }
-    fn execute<'a>(
-        &'a self,
-        args: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        let args = permit.args();
         use std::sync::atomic::Ordering::SeqCst;
         Box::pin(async move {
             let n = self.now.fetch_add(1, SeqCst) + 1;
@@ -674,7 +736,8 @@ async fn calls_that_change_things_run_one_at_a_time_in_order() {
         ]),
         text("ok"),
     ]);
-    let mut agent = Agent::new(
+    let mut agent = new_agent(
+        &fx,
         model,
         vec![tool],
         Arc::new(DenyAll("x".into())),

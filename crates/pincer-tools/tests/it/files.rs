@@ -432,8 +432,8 @@ fn risk_is_declared_per_tool_and_malformed_is_highest() {
         ("shell", Risk::High),
     ] {
         let t = fx.tool(tool);
-        assert_eq!(t.risk(&json!({"path": "a"})), risk, "{tool}");
-        assert_eq!(t.risk(&json!("garbage")), risk, "{tool}");
+        assert_eq!(t.assess(&json!({"path": "a"})).risk, risk, "{tool}");
+        assert_eq!(t.assess(&json!("garbage")).risk, risk, "{tool}");
         let spec = t.spec();
         assert_eq!(spec.parameters["type"], "object", "{tool}");
         assert_eq!(spec.parameters["additionalProperties"], false, "{tool}");

@@ -130,9 +130,10 @@ async fn dropping_the_call_kills_the_process_group() {
     )
     .unwrap();
     let tool = fx.tool("shell").clone();
+    let gate = fx.gate.clone();
     let task = tokio::spawn(async move {
-        tool.execute(&json!({"command": "sleep 300 & echo $! > sync; wait"}))
-            .await
+        let args = json!({"command": "sleep 300 & echo $! > sync; wait"});
+        crate::support::call_through(&gate, tool, args).await
     });
     // Opening the FIFO blocks until the command opens it to write the pid.
     let fifo = fx.root.join("sync");

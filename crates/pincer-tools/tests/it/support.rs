@@ -1,6 +1,10 @@
 //! Fixtures: a temp directory holding a workspace root `ws/` and a sibling
 //! `outside/` with a secret the tools must never reveal or touch.
 
+use pincer_core::ToolCall;
+use pincer_core::audit::Audit;
+use pincer_core::config::Autonomy;
+use pincer_core::gate::{CallOutcome, DenyAll, Gate, GatePolicy};
 use pincer_core::tool::{Tool, ToolError};
 use pincer_tools::{ResolutionMode, ToolLimits, Workspace, kernel_tools};
 use serde_json::Value;
@@ -21,6 +25,9 @@ pub struct Fx {
     pub outside: PathBuf,
     pub ws: Arc<Workspace>,
     tools: Vec<Arc<dyn Tool>>,
+    /// Autonomy `full`: the tools' own checks are under test, and every
+    /// call still goes through the gate (a tool cannot run otherwise).
+    pub gate: Arc<Gate>,
 }
 
 impl Fx {
@@ -52,6 +59,18 @@ impl Fx {
         let ws = Arc::new(Workspace::open_with_mode(&root, protected, mode).unwrap());
         assert_eq!(ws.resolution_mode(), mode);
         let tools = kernel_tools(ws.clone(), &limits, "agent-7");
+        let audit = Arc::new(Audit::open(&base.join("audit")).unwrap());
+        let policy = GatePolicy {
+            autonomy: Autonomy::Full,
+            approval_timeout: std::time::Duration::from_secs(1),
+            deny_tools: vec![],
+        };
+        let gate = Gate::new(
+            policy,
+            "agent:test",
+            audit,
+            Arc::new(DenyAll("test".into())),
+        );
         Fx {
             _tmp: tmp,
             base,
@@ -59,6 +78,7 @@ impl Fx {
             outside,
             ws,
             tools,
+            gate: Arc::new(gate),
         }
     }
 
@@ -70,7 +90,7 @@ impl Fx {
     }
 
     pub async fn call(&self, name: &str, args: Value) -> Result<String, ToolError> {
-        self.tool(name).execute(&args).await
+        call_through(&self.gate, self.tool(name).clone(), args).await
     }
 
     /// A call that must succeed; never shows the outside secret.
@@ -139,5 +159,20 @@ impl Fx {
             vec![("secret.txt".to_string(), SECRET.to_string())],
             "something outside the workspace changed"
         );
+    }
+}
+
+/// Runs one call through `gate` (the only way a tool runs); a refusal comes
+/// back as the text the model would see.
+pub async fn call_through(
+    gate: &Gate,
+    tool: Arc<dyn Tool>,
+    args: Value,
+) -> Result<String, ToolError> {
+    let call = ToolCall::new("call-1", tool.name(), &args);
+    match gate.call("test", Some(tool.as_ref()), &call, &|_| {}).await {
+        Ok(CallOutcome::Ran(result)) => result,
+        Ok(CallOutcome::Refused { text, .. }) => Err(ToolError::RespondToModel(text)),
+        Err(e) => panic!("the gate failed: {e}"),
     }
 }

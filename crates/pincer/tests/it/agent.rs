@@ -29,12 +29,19 @@ fn pincer_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 fn write_scripted_config(home: &Path, script: &str, autonomy: &str) {
+    write_scripted_config_with(home, script, autonomy, 1);
+}
+
+/// A scripted provider; approvals (nobody at the terminal: the queue) time
+/// out after `approval_secs`.
+fn write_scripted_config_with(home: &Path, script: &str, autonomy: &str, approval_secs: u64) {
     std::fs::create_dir_all(home).expect("home");
     std::fs::write(home.join("script.json"), script).expect("script");
     std::fs::write(
         home.join("config.toml"),
         format!(
-            "[policy]\nautonomy = \"{autonomy}\"\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
+            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = {approval_secs}\n\n\
+             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
         ),
     )
     .expect("config");
@@ -82,10 +89,42 @@ fn one_turn_with_tools_streams_json_events_and_gates_writes() {
             )
         })
         .collect();
-    // The read is low risk; the write needs an approval nobody can give
-    // (stdin is not a terminal), so it is denied and nothing is written.
+    // The read is low risk; the write needs an approval nobody gives (stdin
+    // is not a terminal, the queue times out), so nothing is written.
     assert_eq!(finished, [("file_read", "ok"), ("file_write", "denied")]);
     assert!(!ws.join("out.txt").exists());
+    // Every call is in the trail, which verifies.
+    let log = crate::ok(crate::pincer(
+        &home,
+        &["audit", "log", "--json", "--limit", "100"],
+        "",
+    ));
+    let entries: Vec<serde_json::Value> = log.lines().map(json).collect();
+    let decisions: Vec<(String, String)> = entries
+        .iter()
+        .filter(|e| e["kind"] == "gate.decision")
+        .map(|e| {
+            (
+                e["data"]["tool"].as_str().unwrap_or("").to_string(),
+                e["data"]["decision"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("file_read".to_string(), "allowed".to_string()),
+            ("file_write".to_string(), "denied".to_string())
+        ]
+    );
+    assert!(entries.iter().any(|e| e["kind"] == "config.load"));
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "tool.call" && e["data"]["tool"] == "file_read")
+    );
+    assert!(entries.iter().all(|e| e["actor"] != "human:cli"));
+    crate::ok(crate::pincer(&home, &["audit", "verify"], ""));
     let text: String = events
         .iter()
         .filter(|e| e["event"] == "text_delta")
@@ -453,4 +492,131 @@ fn a_named_workspace_must_exist() {
         "{err}"
     );
     assert!(!missing.exists(), "a typo must not create a directory");
+}
+
+/// Starts `pincer agent -m` with nobody at its terminal; returns the child
+/// and the approval id it announces on stderr (read line by line, so the
+/// test waits on the event itself).
+fn agent_waiting_for_approval(home: &Path, ws: &Path) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args([
+            "agent",
+            "-m",
+            "read it",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ])
+        .env("PINCER_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let id = loop {
+        let line = lines
+            .next()
+            .expect("the agent ended without asking for an approval")
+            .expect("read stderr");
+        if let Some(rest) = line.strip_prefix("[approval ") {
+            break rest.split(']').next().expect("id").to_string();
+        }
+    };
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, id)
+}
+
+#[test]
+fn an_approval_from_another_terminal_runs_exactly_that_call_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    write_scripted_config_with(&home, SCRIPT, "supervised", 120);
+    let (child, id) = agent_waiting_for_approval(&home, &ws);
+
+    let listed = json(crate::ok(crate::pincer(&home, &["approvals", "list", "--json"], "")).trim());
+    let pending = &listed["pending"][0];
+    assert_eq!(pending["id"], id.as_str());
+    assert_eq!(pending["tool"], "file_write");
+    assert_eq!(pending["risk"], "medium");
+    assert_eq!(pending["arguments"]["path"], "out.txt");
+    assert!(
+        pending["why"].as_str().unwrap_or("").contains("write"),
+        "{pending}"
+    );
+
+    let said = crate::ok(crate::pincer(&home, &["approvals", "approve", &id], ""));
+    assert!(said.contains("approved"), "{said}");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).expect("written"),
+        "x"
+    );
+
+    // Answered once: a second answer is refused.
+    let err = fails(crate::pincer(&home, &["approvals", "approve", &id], ""));
+    assert!(err.contains("unknown or already resolved"), "{err}");
+
+    let log = crate::ok(crate::pincer(
+        &home,
+        &["audit", "log", "--json", "--limit", "100"],
+        "",
+    ));
+    let entries: Vec<serde_json::Value> = log.lines().map(json).collect();
+    let answer = entries
+        .iter()
+        .find(|e| e["kind"] == "approval.answer")
+        .expect("answer entry");
+    assert_eq!(answer["actor"], "human:cli");
+    assert_eq!(answer["data"]["answer"], "approved");
+    let decision = entries
+        .iter()
+        .find(|e| e["kind"] == "gate.decision" && e["data"]["tool"] == "file_write")
+        .expect("decision");
+    assert_eq!(decision["data"]["decision"], "approved");
+    assert_eq!(decision["data"]["by"], "human:cli");
+    assert_eq!(decision["data"]["call_hash"], answer["data"]["call_hash"]);
+    crate::ok(crate::pincer(&home, &["audit", "verify"], ""));
+}
+
+#[test]
+fn a_denial_from_another_terminal_reaches_the_model_and_bad_ids_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    write_scripted_config_with(&home, SCRIPT, "supervised", 120);
+    for (args, needle) in [
+        (
+            &["approvals", "approve", "../../x"][..],
+            "invalid approval id",
+        ),
+        (
+            &["approvals", "approve", "0123456789"][..],
+            "unknown or already resolved",
+        ),
+        (
+            &["approvals", "deny", "0123456789", "--reason", ""][..],
+            "--reason",
+        ),
+    ] {
+        let err = fails(crate::pincer(&home, args, ""));
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let (child, id) = agent_waiting_for_approval(&home, &ws);
+    crate::ok(crate::pincer(
+        &home,
+        &["approvals", "deny", &id, "--reason", "not into out.txt"],
+        "",
+    ));
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert!(!ws.join("out.txt").exists());
+    let session = std::fs::read_to_string(home.join("sessions/cli.jsonl")).expect("session");
+    assert!(session.contains("not into out.txt"), "{session}");
 }

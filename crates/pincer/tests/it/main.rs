@@ -2,7 +2,9 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed fixture should panic
 
 mod agent;
+mod audit;
 mod cli;
+mod policy;
 mod session;
 
 use std::io::Write;
