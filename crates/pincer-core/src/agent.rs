@@ -434,7 +434,7 @@ impl Agent {
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
     ) -> Result<(Vec<Message>, Option<(String, String)>), GateError> {
         enum Plan {
-            Run(Arc<dyn Tool>, Option<Pass>),
+            Run(Option<Pass>),
             Done(ToolStatus, String),
         }
         let on_approval = |req: &ApprovalRequest| {
@@ -449,11 +449,7 @@ impl Agent {
         let mut plans = Vec::with_capacity(calls.len());
         for call in calls {
             let tool = self.tools.iter().find(|t| t.name() == call.name).cloned();
-            let plan = match self
-                .gate
-                .admit(session, tool.as_deref(), call, &on_approval)
-                .await?
-            {
+            let plan = match self.gate.admit(session, tool, call, &on_approval).await? {
                 Admission::Run(pass) => {
                     on_event(AgentEvent::ToolCallStarted {
                         id: call.id.clone(),
@@ -461,10 +457,7 @@ impl Agent {
                         arguments: pass.args().clone(),
                         risk: pass.risk(),
                     });
-                    match tool {
-                        Some(tool) => Plan::Run(tool, Some(pass)),
-                        None => Plan::Done(ToolStatus::Error, "error: the tool vanished".into()),
-                    }
+                    Plan::Run(Some(pass))
                 }
                 Admission::Refused { refusal, text } => match refusal {
                     Refusal::Unknown => {
@@ -487,15 +480,11 @@ impl Agent {
         // the same reply sees the write.
         type Run<'p> = BoxFuture<'p, Result<Result<String, ToolError>, GateError>>;
         fn changes(p: &Plan) -> bool {
-            matches!(p, Plan::Run(_, Some(pass)) if pass.risk() > Risk::Low)
+            matches!(p, Plan::Run(Some(pass)) if pass.risk() > Risk::Low)
         }
         fn start<'p>(gate: &'p Gate, p: &'p mut Plan) -> Option<Run<'p>> {
             match p {
-                Plan::Run(tool, pass) => {
-                    let pass = pass.take()?;
-                    let tool: &'p Arc<dyn Tool> = tool;
-                    Some(Box::pin(gate.execute(tool.as_ref(), pass)))
-                }
+                Plan::Run(pass) => Some(Box::pin(gate.execute(pass.take()?))),
                 Plan::Done(..) => None,
             }
         }

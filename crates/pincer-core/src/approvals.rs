@@ -513,6 +513,16 @@ impl ApprovalQueue {
                 detail: format!("field `id`: `{}` does not match the file name", p.id),
             });
         }
+        // What a person is shown must be what the hash binds: a file whose
+        // arguments were changed after submission is not an approval.
+        if p.call_hash != crate::gate::call_hash(&p.session, &p.call_id, &p.tool, &p.arguments) {
+            return Err(QueueError::Corrupt {
+                file: path,
+                detail: "field `call_hash` does not match the session, call id, tool and \
+                         arguments (the file was changed after the agent wrote it)"
+                    .into(),
+            });
+        }
         Ok(p)
     }
 

@@ -180,15 +180,16 @@ impl std::fmt::Debug for Permit<'_> {
     }
 }
 
-/// An admitted call, waiting to run. Only [`Gate::admit`] makes one, and
-/// [`Gate::execute`] consumes it: an approval runs its call once. Nothing
-/// outside this module can make one:
+/// An admitted call, waiting to run: it holds the tool that was assessed,
+/// so the tool that runs is the tool that was judged. Only [`Gate::admit`]
+/// makes one, and [`Gate::execute`] consumes it: an approval runs its call
+/// once. Nothing outside this module can make one:
 ///
 /// ```compile_fail
 /// let pass = pincer_core::gate::Pass {
 ///     session: String::new(),
 ///     call_id: String::new(),
-///     tool: "shell".into(),
+///     tool: todo!(),
 ///     args: serde_json::json!({"command": "rm -rf ~"}),
 ///     risk: pincer_core::tool::Risk::Low,
 ///     why: String::new(),
@@ -196,11 +197,10 @@ impl std::fmt::Debug for Permit<'_> {
 ///     decision: "allowed",
 /// };
 /// ```
-#[derive(Debug)]
 pub struct Pass {
     session: String,
     call_id: String,
-    tool: String,
+    tool: Arc<dyn Tool>,
     args: Value,
     risk: Risk,
     why: String,
@@ -208,7 +208,22 @@ pub struct Pass {
     decision: &'static str,
 }
 
+impl std::fmt::Debug for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pass")
+            .field("tool", &self.tool.name())
+            .field("call_id", &self.call_id)
+            .field("risk", &self.risk)
+            .field("decision", &self.decision)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Pass {
+    pub fn tool_name(&self) -> &str {
+        self.tool.name()
+    }
+
     pub fn args(&self) -> &Value {
         &self.args
     }
@@ -250,9 +265,13 @@ pub enum Admission {
 pub enum GateError {
     #[error("the audit trail refused an entry, so the call did not run: {0}")]
     Audit(#[from] AuditError),
-    #[error("a pass for `{pass}` was presented for `{tool}`")]
-    WrongTool { pass: String, tool: String },
 }
+
+/// Slack the gate gives an approver past `approval_timeout` before its own
+/// backstop fires: an approver that enforces the deadline itself (the
+/// queue) always answers first, so an answer acknowledged to a person at
+/// the last moment is the one acted on.
+const APPROVAL_GRACE: Duration = Duration::from_secs(2);
 
 /// The gate's fixed policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -444,11 +463,13 @@ impl Gate {
     pub async fn admit(
         &self,
         session: &str,
-        tool: Option<&dyn Tool>,
+        tool: Option<Arc<dyn Tool>>,
         call: &ToolCall,
         on_approval: &(dyn Fn(&ApprovalRequest) + Send + Sync),
     ) -> Result<Admission, GateError> {
         let mut args = call.arguments_value();
+        // The tool judged must be the tool the call names.
+        let tool = tool.filter(|t| t.name() == call.name);
         let base = |args: &Value| {
             json!({
                 "session": session,
@@ -592,20 +613,31 @@ impl Gate {
                 asked["why"] = json!(a.why);
                 self.record(&self.actor, "approval.request", asked)?;
                 on_approval(&req);
-                let approver = self
-                    .approval_hooks
-                    .iter()
-                    .find(|r| {
-                        r.tools.is_empty() || r.tools.iter().any(|p| glob_match(p, &call.name))
-                    })
-                    .map_or(&self.approver, |r| &r.approver);
+                let hook = self.approval_hooks.iter().find(|r| {
+                    r.tools.is_empty() || r.tools.iter().any(|p| glob_match(p, &call.name))
+                });
+                let approver = hook.map_or(&self.approver, |r| &r.approver);
                 let timeout = self.policy.approval_timeout;
-                let answer = tokio::time::timeout(timeout, approver.approve(&req))
+                let answer = tokio::time::timeout(timeout + APPROVAL_GRACE, approver.approve(&req))
                     .await
                     .unwrap_or_else(|_| ApprovalAnswer::Denied {
                         by: "system".into(),
                         reason: format!("no answer within {} s", timeout.as_secs()),
                     });
+                if hook.is_some() {
+                    // An approval hook's verdict (or failure) is its own entry.
+                    let (verdict, by, reason) = match &answer {
+                        ApprovalAnswer::Approved { by, .. } => ("approve", by.clone(), None),
+                        ApprovalAnswer::Denied { by, reason } => {
+                            ("deny", by.clone(), Some(reason.clone()))
+                        }
+                    };
+                    let mut v = base(&args);
+                    v["kind"] = json!("approval");
+                    v["verdict"] = json!(verdict);
+                    v["reason"] = json!(reason);
+                    self.record(&by, "hook.verdict", v)?;
+                }
                 match answer {
                     ApprovalAnswer::Approved { call_hash, by } if call_hash == hash => {
                         ("approved", by)
@@ -645,7 +677,7 @@ impl Gate {
         Ok(Admission::Run(Pass {
             session: session.to_string(),
             call_id: call.id.clone(),
-            tool: call.name.clone(),
+            tool,
             args,
             risk: a.risk,
             why: a.why,
@@ -654,37 +686,34 @@ impl Gate {
         }))
     }
 
-    /// Step 7: runs an admitted call, records its outcome and tells the
-    /// observers. The inner result is the tool's own.
-    pub async fn execute(
-        &self,
-        tool: &dyn Tool,
-        pass: Pass,
-    ) -> Result<Result<String, ToolError>, GateError> {
-        if tool.name() != pass.tool {
-            return Err(GateError::WrongTool {
-                pass: pass.tool,
-                tool: tool.name().to_string(),
-            });
-        }
+    /// Step 7: runs an admitted call (with the tool it was admitted for),
+    /// records its outcome and tells the observers. The inner result is the
+    /// tool's own. A call dropped mid-run (a cancelled turn) or a tool that
+    /// panics still leaves a `tool.call` entry, with status `interrupted`.
+    pub async fn execute(&self, pass: Pass) -> Result<Result<String, ToolError>, GateError> {
+        let mut data = json!({
+            "session": pass.session,
+            "call_id": pass.call_id,
+            "tool": pass.tool.name(),
+            "call_hash": pass.call_hash,
+        });
+        let mut unfinished = Unfinished {
+            gate: self,
+            data: Some(data.clone()),
+        };
         let permit = Permit {
             args: &pass.args,
             risk: pass.risk,
             call_hash: &pass.call_hash,
         };
-        let result = tool.execute(permit).await;
+        let result = pass.tool.execute(permit).await;
+        unfinished.data = None;
         let (status, detail) = match &result {
             Ok(text) => ("ok", json!({"result_bytes": text.len()})),
             Err(ToolError::RespondToModel(m)) => ("error", json!({"error": preview(m)})),
             Err(ToolError::Fatal(m)) => ("fatal", json!({"error": preview(m)})),
         };
-        let mut data = json!({
-            "session": pass.session,
-            "call_id": pass.call_id,
-            "tool": pass.tool,
-            "call_hash": pass.call_hash,
-            "status": status,
-        });
+        data["status"] = json!(status);
         if let (Some(d), Some(extra)) = (data.as_object_mut(), detail.as_object()) {
             d.extend(extra.clone());
         }
@@ -704,7 +733,7 @@ impl Gate {
         let matching: Vec<&Arc<dyn Observer>> = self
             .observers
             .iter()
-            .filter(|o| o.matches(&pass.tool))
+            .filter(|o| o.matches(pass.tool.name()))
             .collect();
         if matching.is_empty() {
             return Ok(());
@@ -713,7 +742,7 @@ impl Gate {
             call: HookCall {
                 session: pass.session.clone(),
                 call_id: pass.call_id.clone(),
-                tool: pass.tool.clone(),
+                tool: pass.tool.name().to_string(),
                 arguments: pass.args.clone(),
                 risk: pass.risk,
                 why: pass.why.clone(),
@@ -744,7 +773,7 @@ impl Gate {
                         "kind": "observer",
                         "session": pass.session,
                         "call_id": pass.call_id,
-                        "tool": pass.tool,
+                        "tool": pass.tool.name(),
                         "verdict": "failed",
                         "failure": failure,
                     }),
@@ -760,19 +789,31 @@ impl Gate {
     pub async fn call(
         &self,
         session: &str,
-        tool: Option<&dyn Tool>,
+        tool: Option<Arc<dyn Tool>>,
         call: &ToolCall,
         on_approval: &(dyn Fn(&ApprovalRequest) + Send + Sync),
     ) -> Result<CallOutcome, GateError> {
         match self.admit(session, tool, call, on_approval).await? {
             Admission::Refused { refusal, text } => Ok(CallOutcome::Refused { refusal, text }),
-            Admission::Run(pass) => match tool {
-                Some(t) => Ok(CallOutcome::Ran(self.execute(t, pass).await?)),
-                None => Ok(CallOutcome::Refused {
-                    refusal: Refusal::Unknown,
-                    text: format!("error: there is no tool `{}`", call.name),
-                }),
-            },
+            Admission::Run(pass) => Ok(CallOutcome::Ran(self.execute(pass).await?)),
+        }
+    }
+}
+
+/// Records `tool.call` with status `interrupted` unless disarmed: the
+/// outcome of a call whose future was dropped mid-run or whose tool
+/// panicked is still in the trail (appending is synchronous, so it can run
+/// in `drop`; if the trail refuses, there is nobody left to tell).
+struct Unfinished<'g> {
+    gate: &'g Gate,
+    data: Option<Value>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(mut data) = self.data.take() {
+            data["status"] = json!("interrupted");
+            let _ = self.gate.audit.append(&self.gate.actor, "tool.call", data);
         }
     }
 }

@@ -88,7 +88,7 @@ impl ShellEnv {
         for (k, v) in vars {
             let v = v.as_ref().to_os_string();
             match k.as_ref().to_str() {
-                Some("PATH") => env.path = v,
+                Some("PATH") => env.path = absolute_entries(&v),
                 Some("LANG") => env.lang = Some(v),
                 Some("LC_ALL") => env.lc_all = Some(v),
                 _ => {}
@@ -96,6 +96,22 @@ impl ShellEnv {
         }
         env
     }
+}
+
+/// `path` with only its absolute entries: an empty or relative entry (`::`,
+/// `.`, `node_modules/.bin`) would let a file in the workspace shadow `ls`
+/// in a command the classifier called read-only. Nothing left: the default.
+fn absolute_entries(path: &OsStr) -> OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let kept: Vec<&[u8]> = path
+        .as_bytes()
+        .split(|b| *b == b':')
+        .filter(|e| e.first() == Some(&b'/'))
+        .collect();
+    if kept.is_empty() {
+        return OsString::from(DEFAULT_PATH);
+    }
+    OsString::from_vec(kept.join(&b':'))
 }
 
 const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
@@ -568,6 +584,10 @@ mod tests {
         assert_eq!(env.lc_all, None);
         let empty = ShellEnv::from_vars(Vec::<(String, String)>::new());
         assert_eq!(empty.path, DEFAULT_PATH);
+        let relative = ShellEnv::from_vars([("PATH", ".:/usr/bin::node_modules/.bin:/bin")]);
+        assert_eq!(relative.path, "/usr/bin:/bin");
+        let only_relative = ShellEnv::from_vars([("PATH", ".:bin")]);
+        assert_eq!(only_relative.path, DEFAULT_PATH);
     }
 
     #[test]

@@ -95,24 +95,27 @@ fn answer(ctx: &Ctx, queue: &ApprovalQueue, id: &str, resolution: Resolution) ->
         Resolution::Approved { .. } => ("approved", None),
         Resolution::Denied { reason, .. } => ("denied", Some(reason.clone())),
     };
-    let p = queue.answer(id, resolution)?;
-    // The answer is written; the trail records who gave it. (If the trail
-    // refuses, the waiting agent's gate cannot record its decision either,
-    // so nothing runs.)
+    // Recorded before it is given: the waiting agent may act on the answer
+    // at once, and the trail must show the answer before the action. If
+    // the answer then cannot be given, that is recorded too.
+    let p = queue.get(id)?;
     let audit = audit_cmd::open(ctx)?;
-    audit.append(
-        HUMAN_CLI,
-        "approval.answer",
-        serde_json::json!({
-            "id": p.id,
-            "call_hash": p.call_hash,
-            "session": p.session,
-            "call_id": p.call_id,
-            "tool": p.tool,
-            "answer": word,
-            "reason": reason,
-        }),
-    )?;
+    let mut data = serde_json::json!({
+        "id": p.id,
+        "call_hash": p.call_hash,
+        "session": p.session,
+        "call_id": p.call_id,
+        "tool": p.tool,
+        "answer": word,
+        "reason": reason,
+    });
+    audit.append(HUMAN_CLI, "approval.answer", data.clone())?;
+    if let Err(e) = queue.answer(id, resolution) {
+        data["answer"] = serde_json::json!("not_delivered");
+        data["error"] = serde_json::json!(e.to_string());
+        audit.append(HUMAN_CLI, "approval.answer", data)?;
+        return Err(e.into());
+    }
     println!(
         "{word} {}: `{}` in session `{}`",
         p.id,

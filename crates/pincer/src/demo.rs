@@ -115,6 +115,7 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
         vec![
             home.join("sessions"),
             home.join("audit"),
+            home.join("approvals"),
             home.join("config.toml"),
         ],
     )?);

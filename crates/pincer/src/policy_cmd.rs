@@ -34,7 +34,9 @@ pub fn run(ctx: &Ctx, cmd: PolicyCmd) -> Result<ExitCode> {
         Err(e) => bail!("<arguments> is not valid JSON: {e}"),
     };
     let env = Env::read(ctx);
-    let tools = wiring::tools_for(ctx, &env, None)?;
+    // Only assessed, never run: the tools need no real workspace (one that
+    // is missing or misconfigured must not stop an explanation).
+    let tools = wiring::assess_only_tools(ctx, &env)?;
     let Some(t) = tools.iter().find(|t| t.name() == tool) else {
         let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
         bail!(

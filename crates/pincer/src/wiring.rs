@@ -337,6 +337,19 @@ pub fn tools_for(
     ))
 }
 
+/// The agent's tools over a scratch workspace (the system temp directory),
+/// for assessing calls without running them (`pincer policy explain`).
+pub fn assess_only_tools(ctx: &Ctx, env: &Env) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
+    let ws = Arc::new(Workspace::open(&std::env::temp_dir(), Vec::new())?);
+    Ok(kernel_tools_with_shell_env(
+        ws,
+        &ToolLimits::default(),
+        &ctx.config.agent.agent_id,
+        env.shell.clone(),
+        &ctx.config.policy.deny_commands,
+    ))
+}
+
 /// The audit trail under PINCER_HOME.
 pub fn open_audit(ctx: &Ctx) -> Result<Arc<Audit>> {
     let dir = ctx.home.audit_dir();

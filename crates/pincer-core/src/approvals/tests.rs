@@ -506,3 +506,29 @@ fn answer_records_round_trip_with_the_documented_shape() {
     let back: AnswerRecord = serde_json::from_value(v).unwrap();
     assert_eq!(back, rec);
 }
+
+#[test]
+fn a_pending_file_edited_after_submission_cannot_be_approved() {
+    let (_home, q) = setup();
+    let p = q
+        .submit(
+            &request("shell", json!({"command": "rm -rf build"})),
+            MINUTE,
+        )
+        .unwrap();
+    // Someone shows the person harmless arguments but keeps the real hash.
+    let path = q.dir().join(format!("{}.pending.json", p.id));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("rm -rf build", "ls")).unwrap();
+    let listing = q.list().unwrap();
+    assert!(listing.pending.is_empty());
+    assert!(
+        listing.problems[0].to_string().contains("call_hash"),
+        "{:?}",
+        listing.problems
+    );
+    let err = q
+        .answer(&p.id, Resolution::Approved { by: "ana".into() })
+        .unwrap_err();
+    assert!(err.to_string().contains("call_hash"), "{err}");
+}

@@ -144,10 +144,9 @@ fn call(name: &str, args: Value) -> ToolCall {
     ToolCall::new("c1", name, &args)
 }
 
-async fn run(gate: &Gate, tool: &dyn Tool, args: Value) -> CallOutcome {
-    gate.call("s", Some(tool), &call(tool.name(), args), &|_| {})
-        .await
-        .unwrap()
+async fn run(gate: &Gate, tool: Arc<dyn Tool>, args: Value) -> CallOutcome {
+    let c = call(tool.name(), args);
+    gate.call("s", Some(tool), &c, &|_| {}).await.unwrap()
 }
 
 fn pair(kind: &str, what: &str) -> (String, String) {
@@ -258,7 +257,7 @@ async fn every_level_and_risk_through_the_gate_leaves_its_entries() {
         let fx = fx();
         let t = probe("act", *risk);
         let gate = fx.gate(*autonomy, answer(*yes));
-        let out = run(&gate, t.as_ref(), json!({"x": 1})).await;
+        let out = run(&gate, t.clone(), json!({"x": 1})).await;
         assert_eq!(
             matches!(out, CallOutcome::Ran(Ok(_))),
             *want_ran,
@@ -286,7 +285,7 @@ async fn the_deny_list_blocks_even_under_full() {
         ran: Mutex::new(Vec::new()),
         reply: "done",
     });
-    let out = run(&gate, t.as_ref(), json!({})).await;
+    let out = run(&gate, t.clone(), json!({})).await;
     let CallOutcome::Refused { refusal, text } = out else {
         panic!("ran: {out:?}")
     };
@@ -296,7 +295,7 @@ async fn the_deny_list_blocks_even_under_full() {
         "{text}"
     );
     let by_glob = probe("forbidden_tool", Risk::Low);
-    let out = run(&gate, by_glob.as_ref(), json!({})).await;
+    let out = run(&gate, by_glob.clone(), json!({})).await;
     assert!(
         matches!(&out, CallOutcome::Refused { text, .. } if text.contains("forbidden_*")),
         "{out:?}"
@@ -322,7 +321,7 @@ async fn an_approval_for_another_call_is_not_an_approval() {
         asked: Mutex::new(Vec::new()),
     });
     let gate = fx.gate(Autonomy::Supervised, replay);
-    let out = run(&gate, t.as_ref(), json!({"x": 1})).await;
+    let out = run(&gate, t.clone(), json!({"x": 1})).await;
     assert!(
         matches!(&out, CallOutcome::Refused { refusal: Refusal::Denied, text } if text.contains("different call")),
         "{out:?}"
@@ -351,7 +350,7 @@ async fn no_answer_in_time_is_a_denial() {
     let fx = fx();
     let t = probe("act", Risk::High);
     let gate = fx.gate(Autonomy::Supervised, Arc::new(Silent));
-    let out = run(&gate, t.as_ref(), json!({})).await;
+    let out = run(&gate, t.clone(), json!({})).await;
     assert!(
         matches!(&out, CallOutcome::Refused { refusal: Refusal::Denied, text } if text.contains("no answer within 60 s")),
         "{out:?}"
@@ -432,7 +431,7 @@ async fn interceptors_allow_block_rewrite_and_fail_closed() {
         let gate = fx
             .gate(Autonomy::Supervised, answer(false))
             .with_interceptor(Arc::new(hook));
-        let out = run(&gate, t.as_ref(), json!({"x": 1})).await;
+        let out = run(&gate, t.clone(), json!({"x": 1})).await;
         assert_eq!(
             matches!(out, CallOutcome::Ran(Ok(_))),
             want_ran,
@@ -457,7 +456,7 @@ async fn interceptors_allow_block_rewrite_and_fail_closed() {
         .gate(Autonomy::Supervised, answer(false))
         .with_interceptor(Arc::new(Hook::Fail));
     assert!(matches!(
-        run(&gate, other.as_ref(), json!({})).await,
+        run(&gate, other.clone(), json!({})).await,
         CallOutcome::Ran(Ok(_))
     ));
     assert!(fx.entries("hook.verdict").is_empty());
@@ -498,7 +497,7 @@ async fn observers_are_told_and_a_slow_one_changes_nothing() {
         let gate = fx
             .gate(Autonomy::Supervised, answer(false))
             .with_observer(w.clone());
-        let out = run(&gate, t.as_ref(), json!({"x": 1})).await;
+        let out = run(&gate, t.clone(), json!({"x": 1})).await;
         assert_eq!(out, CallOutcome::Ran(Ok("done".into())));
         let seen = w.seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
@@ -522,7 +521,7 @@ async fn tool_output_cannot_approve_or_raise_autonomy() {
     let approver = answer(true);
     let gate = fx.gate(Autonomy::Supervised, approver.clone());
     for _ in 0..3 {
-        let out = run(&gate, t.as_ref(), json!({})).await;
+        let out = run(&gate, t.clone(), json!({})).await;
         assert!(matches!(out, CallOutcome::Ran(Ok(_))));
     }
     // Every call was still asked about; the policy did not move.
@@ -531,28 +530,27 @@ async fn tool_output_cannot_approve_or_raise_autonomy() {
 }
 
 #[tokio::test]
-async fn a_pass_only_runs_its_own_tool_and_unknown_tools_are_recorded() {
+async fn the_tool_judged_is_the_tool_that_runs_and_unknown_tools_are_recorded() {
     let fx = fx();
-    let a = probe("act", Risk::Low);
-    let b = probe("other", Risk::Low);
-    let gate = fx.gate(Autonomy::Full, answer(false));
-    let Admission::Run(pass) = gate
-        .admit(
-            "s",
-            Some(a.as_ref() as &dyn Tool),
-            &call("act", json!({})),
-            &|_| {},
-        )
+    // A low-risk tool offered for a call that names another tool is not
+    // judged in its place: the call is refused as unknown.
+    let low = probe("act", Risk::Low);
+    let gate = fx.gate(Autonomy::Supervised, answer(false));
+    let out = gate
+        .call("s", Some(low.clone()), &call("shell", json!({})), &|_| {})
         .await
-        .unwrap()
-    else {
-        panic!("refused")
-    };
-    assert!(matches!(
-        gate.execute(b.as_ref(), pass).await,
-        Err(GateError::WrongTool { .. })
-    ));
-    assert!(b.ran.lock().unwrap().is_empty());
+        .unwrap();
+    assert!(
+        matches!(
+            out,
+            CallOutcome::Refused {
+                refusal: Refusal::Unknown,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    assert!(low.ran.lock().unwrap().is_empty());
     let out = gate
         .call("s", None, &call("nope", json!({})), &|_| {})
         .await
@@ -564,9 +562,96 @@ async fn a_pass_only_runs_its_own_tool_and_unknown_tools_are_recorded() {
             ..
         }
     ));
+    let d = fx.entries("gate.decision");
+    assert_eq!(d.len(), 2);
+    assert!(d.iter().all(|d| d["decision"] == "unknown_tool"), "{d:?}");
+    // A pass carries the tool it was admitted for.
+    let Admission::Run(pass) = gate
+        .admit(
+            "s",
+            Some(low.clone()),
+            &call("act", json!({"n": 1})),
+            &|_| {},
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("refused")
+    };
+    assert_eq!(pass.tool_name(), "act");
+    gate.execute(pass).await.unwrap().unwrap();
+    assert_eq!(low.ran.lock().unwrap().as_slice(), [json!({"n": 1})]);
+}
+
+/// Runs until told to stop; says when it has started.
+struct Stuck(tokio::sync::Notify);
+
+impl Tool for Stuck {
+    fn name(&self) -> &str {
+        "stuck"
+    }
+    fn description(&self) -> &str {
+        "never ends"
+    }
+    fn parameters_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(Risk::Low, "test")
+    }
+    fn execute<'a>(&'a self, _p: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            self.0.notify_one();
+            std::future::pending().await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_call_dropped_mid_run_still_leaves_its_outcome() {
+    let fx = fx();
+    let gate = fx.gate(Autonomy::Full, answer(false));
+    let stuck = Arc::new(Stuck(tokio::sync::Notify::new()));
+    let c = call("stuck", json!({}));
+    let run = gate.call("s", Some(stuck.clone()), &c, &|_| {});
+    tokio::select! {
+        _ = run => panic!("a stuck tool finished"),
+        () = stuck.0.notified() => {}
+    }
+    // The turn was cancelled: the future is gone, the outcome is recorded.
     assert_eq!(
-        fx.entries("gate.decision").last().unwrap()["decision"],
-        "unknown_tool"
+        fx.trail(),
+        [
+            pair("gate.decision", "allowed"),
+            pair("tool.call", "interrupted")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn when_the_trail_refuses_nothing_runs() {
+    let fx = fx();
+    let t = probe("act", Risk::Low);
+    let gate = fx.gate(Autonomy::Full, answer(false));
+    assert!(matches!(
+        run(&gate, t.clone(), json!({})).await,
+        CallOutcome::Ran(Ok(_))
+    ));
+    // Remove the last line: the anchor no longer matches, appends refuse.
+    let trail = fx.audit.trail_path();
+    let text = std::fs::read_to_string(&trail).unwrap();
+    let keep: Vec<&str> = text.lines().collect();
+    std::fs::write(&trail, format!("{}\n", keep[..keep.len() - 1].join("\n"))).unwrap();
+    let c = call("act", json!({"again": true}));
+    let err = gate
+        .call("s", Some(t.clone()), &c, &|_| {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("reanchor"), "{err}");
+    assert_eq!(
+        t.ran.lock().unwrap().len(),
+        1,
+        "the second call must not run"
     );
 }
 

@@ -170,7 +170,7 @@ pub async fn call_through(
     args: Value,
 ) -> Result<String, ToolError> {
     let call = ToolCall::new("call-1", tool.name(), &args);
-    match gate.call("test", Some(tool.as_ref()), &call, &|_| {}).await {
+    match gate.call("test", Some(tool), &call, &|_| {}).await {
         Ok(CallOutcome::Ran(result)) => result,
         Ok(CallOutcome::Refused { text, .. }) => Err(ToolError::RespondToModel(text)),
         Err(e) => panic!("the gate failed: {e}"),

@@ -620,3 +620,58 @@ fn a_denial_from_another_terminal_reaches_the_model_and_bad_ids_are_refused() {
     let session = std::fs::read_to_string(home.join("sessions/cli.jsonl")).expect("session");
     assert!(session.contains("not into out.txt"), "{session}");
 }
+
+#[test]
+fn a_configured_interceptor_hook_blocks_and_a_crashing_one_fails_closed() {
+    for (script, want_verdict) in [
+        (
+            r#"cat >/dev/null; echo '{\"verdict\":\"block\",\"reason\":\"no writes today\"}'"#,
+            "block",
+        ),
+        ("cat >/dev/null; echo oops >&2; exit 3", "failed"),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("ws");
+        std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+        write_scripted_config(&home, SCRIPT, "full");
+        let mut cfg = std::fs::read_to_string(home.join("config.toml")).expect("cfg");
+        cfg.push_str(&format!(
+            "\n[[hooks]]\nname = \"guard\"\nkind = \"interceptor\"\ntools = [\"file_w*\"]\n\
+             command = [\"/bin/sh\", \"-c\", \"{script}\"]\n"
+        ));
+        std::fs::write(home.join("config.toml"), cfg).expect("cfg");
+        let out = pincer_env(
+            &home,
+            &[
+                "agent",
+                "-m",
+                "read it",
+                "--json",
+                "--workspace",
+                ws.to_str().expect("utf8"),
+            ],
+            &[],
+        );
+        let text = ok(out);
+        // Full autonomy, but the hook said no (or failed): nothing written.
+        assert!(!ws.join("out.txt").exists(), "{script}");
+        assert!(text.contains("\"status\":\"blocked\""), "{text}");
+        let log = crate::ok(crate::pincer(
+            &home,
+            &["audit", "log", "--kind", "hook", "--json"],
+            "",
+        ));
+        let v = json(log.trim());
+        assert_eq!(v["actor"], "hook:guard");
+        assert_eq!(v["data"]["tool"], "file_write");
+        assert_eq!(v["data"]["verdict"], want_verdict, "{v}");
+        if want_verdict == "failed" {
+            assert!(
+                v["data"]["failure"].as_str().unwrap_or("").contains("oops"),
+                "{v}"
+            );
+        }
+    }
+}

@@ -559,7 +559,8 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
         )
         .then(Then::Run(skip_opts(args, "", &[]))),
         "command" | "builtin" => {
-            if name == "command" && (any_short(args, 'v', "") || any_short(args, 'V', "")) {
+            let own = wrapper_opts(args, skip_opts(args, "", &[]));
+            if name == "command" && (any_short(own, 'v', "") || any_short(own, 'V', "")) {
                 Rule::low("`command -v` only looks a name up")
             } else {
                 Rule::low(format!("`{name}` runs the command it is given"))
@@ -575,9 +576,6 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
         }
         "sudo" | "doas" | "pkexec" => {
             let why = format!("`{name}` runs the command with other privileges");
-            if name == "sudo" && (any_short(args, 'e', "ugpCDrtThU") || any_long(args, "edit")) {
-                return Rule::high(why);
-            }
             let rest = match name {
                 "sudo" => skip_opts(
                     args,
@@ -598,6 +596,12 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
                 "doas" => skip_opts(args, "uC", &[]),
                 _ => skip_opts(args, "", &["user"]),
             };
+            // Only sudo's own options count: `sudo find . -exec` is not
+            // `sudo -e`.
+            let own = wrapper_opts(args, rest);
+            if name == "sudo" && (any_short(own, 'e', "ugpCDrtThU") || any_long(own, "edit")) {
+                return Rule::high(why);
+            }
             Rule::high(why).then(Then::Run(rest))
         }
         "su" | "runuser" => su(name, args),
@@ -623,8 +627,9 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
         "parallel" => parallel(args),
         "watch" => {
             let rest = skip_opts(args, "n", &["interval"]);
+            let own = wrapper_opts(args, rest);
             let r = Rule::low("`watch` runs the command it is given, repeatedly");
-            if any_short(args, 'x', "n") || any_long(args, "exec") {
+            if any_short(own, 'x', "n") || any_long(own, "exec") {
                 r.then(Then::Run(rest))
             } else {
                 r.then(Then::Script(super::joined(rest)))
@@ -801,6 +806,12 @@ fn operands<'w>(args: &'w [Word], takes_short: &str, takes_long: &[&str]) -> Vec
 
 /// A wrapper's options, up to the first operand: returns the words from
 /// there (the wrapped command).
+/// A wrapper's own options: the words of `args` before `rest`, the
+/// command it runs (as [`skip_opts`] found it).
+fn wrapper_opts<'w>(args: &'w [Word], rest: &[Word]) -> &'w [Word] {
+    &args[..args.len().saturating_sub(rest.len())]
+}
+
 fn skip_opts<'w>(args: &'w [Word], takes_short: &str, takes_long: &[&str]) -> &'w [Word] {
     let mut i = 0;
     while let Some(w) = args.get(i) {
