@@ -136,12 +136,14 @@ impl<T> std::fmt::Debug for Gated<T> {
 /// built outside this module, cloned, or kept past the call:
 ///
 /// ```compile_fail
-/// let args = serde_json::json!({});
-/// let permit = pincer_core::gate::Permit {
-///     args: &args,
-///     risk: pincer_core::tool::Risk::Low,
-///     call_hash: "",
-/// };
+/// // The only error here is privacy: the fields are the gate's.
+/// fn forge(args: &serde_json::Value) -> pincer_core::gate::Permit<'_> {
+///     pincer_core::gate::Permit {
+///         args,
+///         risk: pincer_core::tool::Risk::Low,
+///         call_hash: "",
+///     }
+/// }
 /// ```
 pub struct Permit<'a> {
     args: &'a Value,
@@ -183,19 +185,14 @@ impl std::fmt::Debug for Permit<'_> {
 /// An admitted call, waiting to run: it holds the tool that was assessed,
 /// so the tool that runs is the tool that was judged. Only [`Gate::admit`]
 /// makes one, and [`Gate::execute`] consumes it: an approval runs its call
-/// once. Nothing outside this module can make one:
+/// once. Nothing outside this module can make or change one:
 ///
 /// ```compile_fail
-/// let pass = pincer_core::gate::Pass {
-///     session: String::new(),
-///     call_id: String::new(),
-///     tool: todo!(),
-///     args: serde_json::json!({"command": "rm -rf ~"}),
-///     risk: pincer_core::tool::Risk::Low,
-///     why: String::new(),
-///     call_hash: String::new(),
-///     decision: "allowed",
-/// };
+/// // The only error here is privacy: a pass cannot be edited after the
+/// // gate made it (say, to lower its risk).
+/// fn lower(pass: &mut pincer_core::gate::Pass) {
+///     pass.risk = pincer_core::tool::Risk::Low;
+/// }
 /// ```
 pub struct Pass {
     session: String,

@@ -115,6 +115,20 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
         }
         Err(e) => (None, Some(e.to_string()), None),
     };
+    // A deny pattern that matches no tool is most likely a typo that
+    // protects nothing.
+    if let Ok(tools) = wiring::assess_only_tools(ctx, &env) {
+        for p in &cfg.policy.deny_tools {
+            if !tools
+                .iter()
+                .any(|t| pincer_core::gate::glob_match(p, t.name()))
+            {
+                degraded.push(format!(
+                    "policy: deny_tools pattern `{p}` matches no tool (a typo protects nothing)"
+                ));
+            }
+        }
+    }
     let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
     let audit = pincer_core::audit::Audit::open(&ctx.home.audit_dir())
         .and_then(|a| a.verify())

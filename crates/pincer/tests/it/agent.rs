@@ -28,6 +28,16 @@ fn pincer_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
     cmd.output().expect("run pincer")
 }
 
+/// A temp dir holding `home/` (not created) and `ws/` with `hello.txt`.
+fn home_and_workspace() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    (tmp, home, ws)
+}
+
 fn write_scripted_config(home: &Path, script: &str, autonomy: &str) {
     write_scripted_config_with(home, script, autonomy, 1);
 }
@@ -138,11 +148,7 @@ fn one_turn_with_tools_streams_json_events_and_gates_writes() {
 
 #[test]
 fn full_autonomy_runs_the_write() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    let (_tmp, home, ws) = home_and_workspace();
     write_scripted_config(&home, SCRIPT, "full");
     let out = pincer_env(
         &home,
@@ -529,11 +535,7 @@ fn agent_waiting_for_approval(home: &Path, ws: &Path) -> (std::process::Child, S
 
 #[test]
 fn an_approval_from_another_terminal_runs_exactly_that_call_once() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    let (_tmp, home, ws) = home_and_workspace();
     write_scripted_config_with(&home, SCRIPT, "supervised", 120);
     let (child, id) = agent_waiting_for_approval(&home, &ws);
 
@@ -585,11 +587,7 @@ fn an_approval_from_another_terminal_runs_exactly_that_call_once() {
 
 #[test]
 fn a_denial_from_another_terminal_reaches_the_model_and_bad_ids_are_refused() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+    let (_tmp, home, ws) = home_and_workspace();
     write_scripted_config_with(&home, SCRIPT, "supervised", 120);
     for (args, needle) in [
         (
@@ -630,11 +628,7 @@ fn a_configured_interceptor_hook_blocks_and_a_crashing_one_fails_closed() {
         ),
         ("cat >/dev/null; echo oops >&2; exit 3", "failed"),
     ] {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let ws = tmp.path().join("ws");
-        std::fs::create_dir_all(&ws).expect("ws");
-        std::fs::write(ws.join("hello.txt"), "hi").expect("file");
+        let (_tmp, home, ws) = home_and_workspace();
         write_scripted_config(&home, SCRIPT, "full");
         let mut cfg = std::fs::read_to_string(home.join("config.toml")).expect("cfg");
         cfg.push_str(&format!(

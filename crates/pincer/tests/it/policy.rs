@@ -92,3 +92,22 @@ fn text_output_and_bad_input() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn doctor_reports_the_trail_the_queue_and_deny_patterns_that_match_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(
+        home.join("config.toml"),
+        "[policy]\ndeny_tools = [\"shel\", \"file_w*\"]\n",
+    )
+    .expect("config");
+    ok(pincer(&home, &["audit", "note", "hello"], ""));
+    let report = json(&ok(pincer(&home, &["doctor", "--json"], "")));
+    let degraded = report["degraded"].to_string();
+    assert!(degraded.contains("`shel` matches no tool"), "{degraded}");
+    assert!(!degraded.contains("file_w*"), "{degraded}");
+    assert_eq!(report["audit"]["Ok"]["entries"], 1, "{report}");
+    assert_eq!(report["approvals_waiting"]["Ok"], 0, "{report}");
+}
