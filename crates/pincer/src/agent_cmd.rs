@@ -33,38 +33,80 @@ pub struct AgentArgs {
     json: bool,
 }
 
-/// Asks at the terminal; the line typed is the answer (PO4).
-struct TerminalApprover;
+/// Asks at the terminal; the line typed is the answer (PO4). It keeps the
+/// deadline itself: it waits for input with `poll` and reads only a line
+/// that is there, so when no one answers in time nothing is left blocked on
+/// stdin to swallow the next line typed at the prompt.
+struct TerminalApprover {
+    timeout: Duration,
+}
+
+/// Waits up to `timeout` for a line on stdin. `Ok(None)`: no answer in time.
+fn read_line_within(timeout: Duration) -> std::io::Result<Option<String>> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let deadline = std::time::Instant::now() + timeout;
+    let stdin = std::io::stdin();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        let wait = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        match poll(&mut fds, Some(&wait)) {
+            Ok(0) => return Ok(None),
+            // Readable: a terminal in line mode has a whole line (or EOF).
+            Ok(_) => {
+                let mut line = String::new();
+                stdin.read_line(&mut line)?;
+                return Ok(Some(line));
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
 
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
         let prompt = format!(
-            "\n[approval] the agent wants to run `{}` ({} risk: {}) with {}\n           approve? [y/N] ",
+            "\n[approval] the agent wants to run `{}` ({} risk: {}) with {}\n           approve within {} s? [y/N] ",
             terminal_safe(&req.tool),
             req.risk.as_str(),
             terminal_safe(&req.why),
-            terminal_safe(&req.arguments.to_string())
+            terminal_safe(&req.arguments.to_string()),
+            self.timeout.as_secs()
         );
         let call_hash = req.call_hash.clone();
+        let timeout = self.timeout;
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{prompt}");
                 let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).map(|_| line)
+                read_line_within(timeout)
             })
             .await;
             match answer {
-                Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => {
+                Ok(Ok(Some(line))) if matches!(line.trim(), "y" | "Y" | "yes") => {
                     ApprovalAnswer::Approved {
                         call_hash,
                         by: "human:terminal".into(),
                     }
                 }
-                Ok(Ok(_)) => ApprovalAnswer::Denied {
+                Ok(Ok(Some(_))) => ApprovalAnswer::Denied {
                     by: "human:terminal".into(),
                     reason: "the person at the terminal said no".into(),
                 },
+                Ok(Ok(None)) => {
+                    eprintln!("(no answer within {} s: denied)", timeout.as_secs());
+                    ApprovalAnswer::Denied {
+                        by: "system".into(),
+                        reason: format!("no answer within {} s", timeout.as_secs()),
+                    }
+                }
                 _ => ApprovalAnswer::Denied {
                     by: "system".into(),
                     reason: "could not read an answer from the terminal".into(),
@@ -199,7 +241,9 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
     let cfg = &ctx.config;
     let interactive = std::io::stdin().is_terminal();
     let approver: Arc<dyn Approver> = if interactive {
-        Arc::new(TerminalApprover)
+        Arc::new(TerminalApprover {
+            timeout: Duration::from_secs(cfg.policy.approval_timeout_secs),
+        })
     } else {
         // Nobody at this terminal: a person answers from another one (or
         // the gateway) through the approval queue; no answer is a denial.

@@ -6,6 +6,7 @@ mod audit;
 mod cli;
 mod policy;
 mod session;
+mod tty;
 
 use std::io::Write;
 use std::path::Path;

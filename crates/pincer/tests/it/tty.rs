@@ -1,0 +1,115 @@
+//! The REPL on a real pseudo-terminal: what a person at a terminal sees
+//! and types, approvals included.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Everything the terminal showed so far, and a way to wait for more.
+#[derive(Clone, Default)]
+struct Screen(Arc<(Mutex<String>, Condvar)>);
+
+impl Screen {
+    /// Waits (bounded) until the screen holds `needle` after `from`;
+    /// returns the position just past it.
+    fn wait_for(&self, needle: &str, from: usize) -> usize {
+        let (text, changed) = &*self.0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut t = text.lock().unwrap();
+        loop {
+            if let Some(i) = t.get(from..).and_then(|rest| rest.find(needle)) {
+                return from + i + needle.len();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no {needle:?} on the terminal:\n{t}");
+            t = changed.wait_timeout(t, left).unwrap().0;
+        }
+    }
+}
+
+#[test]
+fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"id": "a", "name": "file_write",
+                         "arguments": {"path": "first.txt", "content": "x"}}]},
+        {"text": "first turn done"},
+        {"tool_calls": [{"id": "b", "name": "file_write",
+                         "arguments": {"path": "second.txt", "content": "y"}}],
+         "expect": {"last_role": "user", "last_message_contains": "again please"}},
+        {"text": "second turn done"}
+    ]});
+    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[policy]\napproval_timeout_secs = 2\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n",
+    )
+    .unwrap();
+
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let slave_path = ptsname(&master, Vec::new()).unwrap();
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(slave_path.to_str().unwrap())
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(["agent", "--workspace", ws.to_str().unwrap()])
+        .env("PINCER_HOME", &home)
+        .env("TERM", "dumb")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let screen = Screen::default();
+    let mut reader = std::fs::File::from(master.try_clone().unwrap());
+    let feed = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // Ends with EIO when the child closes its side.
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let (text, changed) = &*feed.0;
+            text.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+            changed.notify_all();
+        }
+    });
+    let mut keys = std::fs::File::from(master);
+
+    let at = screen.wait_for("you> ", 0);
+    keys.write_all(b"write it\r").unwrap();
+    let at = screen.wait_for("approve within 2 s?", at);
+    // Nobody answers: denied at the deadline, the turn ends...
+    let at = screen.wait_for("no answer within 2 s", at);
+    let at = screen.wait_for("first turn done", at);
+    let at = screen.wait_for("you> ", at);
+    // ...and the next line typed goes to the REPL, not to a stale prompt.
+    keys.write_all(b"again please\r").unwrap();
+    let at = screen.wait_for("approve within 2 s?", at);
+    keys.write_all(b"y\r").unwrap();
+    let at = screen.wait_for("second turn done", at);
+    screen.wait_for("you> ", at);
+    keys.write_all(b"/exit\r").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait()));
+    let status = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("pincer did not exit after /exit")
+        .unwrap();
+    assert!(status.success());
+    assert!(!ws.join("first.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.join("second.txt")).unwrap(), "y");
+}
