@@ -121,6 +121,8 @@ const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
 pub struct ShellTool {
     ws: Gated<Arc<Workspace>>,
     deny_commands: Vec<String>,
+    /// The workspace's protected paths (pincer's own state), as text.
+    protected: Vec<String>,
     agent_id: String,
     env: ShellEnv,
     timeout_default: Duration,
@@ -184,7 +186,14 @@ impl ShellTool {
             timeout_default.as_secs(),
             timeout_max.as_secs()
         );
+        let protected = ws
+            .protected_paths()
+            .iter()
+            .map(|p| p.display().to_string())
+            .filter(|p| p.len() > 1)
+            .collect();
         ShellTool {
+            protected,
             ws: Gated::new(ws),
             deny_commands: Vec::new(),
             agent_id: agent_id.to_string(),
@@ -493,10 +502,19 @@ impl Tool for ShellTool {
             );
         };
         let c = shell::classify(&command, &self.deny_commands);
+        // The file tools refuse pincer's own state by identity; a shell
+        // command can only be checked by its text, so this catches a
+        // literal path only (`~/.pincer/...`, a relative path or a variable
+        // is not seen). The OS sandbox is what will close it for good.
+        let denied = c.denied.or_else(|| {
+            self.protected.iter().find(|p| command.contains(p.as_str())).map(|p| {
+                format!("the command names `{p}`, which is pincer's own state (sessions, audit trail, approvals, memory, keys, config)")
+            })
+        });
         Assessment {
             risk: c.risk,
             why: c.why,
-            denied: c.denied,
+            denied,
             detail: Some(json!({"command": command, "parts": c.parts})),
         }
     }

@@ -252,3 +252,36 @@ fn the_description_warns_about_the_missing_sandbox() {
     assert!(d.contains("WITHOUT an OS sandbox"), "{d}");
     assert!(d.contains("approval"), "{d}");
 }
+
+#[tokio::test]
+async fn a_command_naming_pincer_state_is_denied_at_every_level() {
+    let fx = Fx::with(
+        ResolutionMode::Openat2,
+        ToolLimits::default(),
+        vec!["state"],
+        |base| std::fs::create_dir(base.join("state")).unwrap(),
+    );
+    let state = fx.base.join("state");
+    let shell = fx.tool("shell");
+    for command in [
+        format!("echo yes > {}/approvals/x.answer.json", state.display()),
+        format!("cat {}/keys/id", state.display()),
+        format!("sh -c 'cp a {}'", state.display()),
+    ] {
+        let a = shell.assess(&json!({ "command": command }));
+        assert!(
+            a.denied
+                .as_deref()
+                .unwrap_or("")
+                .contains("pincer's own state"),
+            "{command}: {a:?}"
+        );
+        // Refused even under autonomy full, before anything runs.
+        let err = fx
+            .call("shell", json!({ "command": command }))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("deny list"), "{err}");
+    }
+    assert!(shell.assess(&json!({"command": "ls -la"})).denied.is_none());
+}
