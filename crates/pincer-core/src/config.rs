@@ -105,6 +105,8 @@ pub struct AgentConfig {
     pub system_prompt: String,
     /// Which agent acts, recorded as `PINCER_AGENT` for the shell tool.
     pub agent_id: String,
+    /// Start a new session with the handoff block of the last one (ME5).
+    pub handoff: bool,
 }
 
 /// How much the agent may do on its own (PO1).
@@ -183,6 +185,7 @@ impl Default for Config {
                 workspace: None,
                 system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
                 agent_id: "pincer".to_string(),
+                handoff: true,
             },
             policy: PolicyConfig {
                 autonomy: Autonomy::Supervised,
@@ -234,6 +237,9 @@ max_tool_iterations = 10
 # workspace = "/home/me/agent-workspace"
 # Which agent acts (the shell tool sees it as PINCER_AGENT).
 agent_id = "pincer"
+# A new session starts with a resume block of the last one, built from disk
+# (session file, audit trail, approvals): see `pincer handoff`.
+handoff = true
 # system_prompt = "You are pincer, ..."
 
 [policy]
@@ -334,6 +340,7 @@ struct RawAgent {
     workspace: Option<PathBuf>,
     system_prompt: Option<String>,
     agent_id: Option<Spanned<String>>,
+    handoff: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -753,6 +760,9 @@ impl Config {
         }
         if let Some(sp) = &a.system_prompt {
             cfg.agent.system_prompt = sp.clone();
+        }
+        if let Some(h) = a.handoff {
+            cfg.agent.handoff = h;
         }
         if let Some(id) = &a.agent_id {
             if !is_plain_name(id.get_ref()) {

@@ -270,8 +270,23 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         .map(|p| p.context_window)
         .min()
         .unwrap_or(cfg.context.context_window);
+    let store = SessionStore::open(ctx.home.sessions_dir(), cfg.session.fsync)?;
+    let mut system_prompt = pincer_core::skills::system_prompt(&cfg.agent.system_prompt, &skills);
+    // ME5: a new session starts from the last one's handoff, built from disk.
+    if cfg.agent.handoff && !store.exists(&args.session)? {
+        let h = crate::handoff::build(
+            &ctx.home,
+            None,
+            Some(&args.session),
+            crate::handoff::MemoryFacts::default(),
+        )?;
+        if h.session.is_some() {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(&crate::handoff::render(&h));
+        }
+    }
     let settings = AgentSettings {
-        system_prompt: pincer_core::skills::system_prompt(&cfg.agent.system_prompt, &skills),
+        system_prompt,
         max_tool_iterations: cfg.agent.max_tool_iterations,
         context_window,
         output_reserve: cfg.context.output_reserve,
@@ -282,7 +297,6 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
     let actor = format!("agent:{}", cfg.agent.agent_id);
     let gate = wiring::gate(ctx, &env, audit, approver, &actor)?;
     let mut agent = Agent::new(provider, tools, Arc::new(gate), settings);
-    let store = SessionStore::open(ctx.home.sessions_dir(), cfg.session.fsync)?;
     let render = renderer(args.json);
 
     if let Some(message) = args.message {

@@ -7,6 +7,7 @@ mod approvals_cmd;
 mod audit_cmd;
 mod demo;
 mod doctor;
+mod handoff;
 mod policy_cmd;
 mod session_cmd;
 mod wiring;
@@ -72,6 +73,15 @@ enum Command {
     /// The tamper-evident audit trail: verify, log, note, reanchor.
     #[command(subcommand)]
     Audit(audit_cmd::AuditCmd),
+    /// The resume block a new session starts with: built from the session
+    /// file, the audit trail and the approval queue, never from a model.
+    Handoff {
+        /// The session to resume (default: the most recently changed).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// What the policy gate decides, and why.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCmd),
@@ -164,6 +174,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Approvals(cmd) => approvals_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Audit(cmd) => audit_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Handoff { session, json } => {
+            let ctx = load_ctx(cli.home)?;
+            if let Some(k) = &session {
+                pincer_core::session::validate_key(k)?;
+            }
+            let h = handoff::build(
+                &ctx.home,
+                session.as_deref(),
+                None,
+                handoff::MemoryFacts::default(),
+            )?;
+            if json {
+                println!("{}", serde_json::to_string(&h)?);
+            } else {
+                print!("{}", handoff::render(&h));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
     }
 }

@@ -669,3 +669,65 @@ fn a_configured_interceptor_hook_blocks_and_a_crashing_one_fails_closed() {
         }
     }
 }
+
+#[test]
+fn a_new_session_starts_from_the_handoff_of_the_last_one() {
+    let (_tmp, home, ws) = home_and_workspace();
+    let script = r#"{"turns": [
+      {"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "out.txt", "content": "x"}}]},
+      {"text": "I could not write it."}
+    ]}"#;
+    write_scripted_config(&home, script, "supervised");
+    let ws_arg = ws.to_str().expect("utf8");
+    let one = [
+        "agent",
+        "-m",
+        "write the tomato log",
+        "--session",
+        "one",
+        "--workspace",
+        ws_arg,
+    ];
+    ok(pincer_env(&home, &one, &[]));
+    // A new session: its first request carries the handoff of `one`, read
+    // back from disk (each pincer process replays the script from turn 0).
+    let script = r#"{"turns": [
+      {"text": "Resuming.", "expect": {"system_contains": "Last user message: write the tomato log"}}
+    ]}"#;
+    std::fs::write(home.join("script.json"), script).expect("script");
+    let two = [
+        "agent",
+        "-m",
+        "where were we?",
+        "--session",
+        "two",
+        "--workspace",
+        ws_arg,
+    ];
+    let out = ok(pincer_env(&home, &two, &[]));
+    assert!(out.contains("Resuming."), "{out}");
+    let h = json(
+        crate::ok(crate::pincer(
+            &home,
+            &["handoff", "--session", "one", "--json"],
+            "",
+        ))
+        .trim(),
+    );
+    assert_eq!(h["session"]["key"], "one");
+    assert_eq!(h["session"]["last_user"], "write the tomato log");
+    assert!(
+        h["next_step"].as_str().unwrap_or("").contains("refused"),
+        "{h}"
+    );
+    assert!(
+        h["decisions"]
+            .as_array()
+            .expect("decisions")
+            .iter()
+            .any(|d| d["tool"] == "file_write" && d["outcome"] == "denied"),
+        "{h}"
+    );
+    let err = fails(crate::pincer(&home, &["handoff", "--session", "../x"], ""));
+    assert!(err.contains("session"), "{err}");
+}
