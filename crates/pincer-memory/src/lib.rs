@@ -1,0 +1,23 @@
+//! pincer's long-term memory (DESIGN ME1-ME3): markdown pages that are the
+//! canonical copy of what the agent remembers, and a disposable SQLite FTS5
+//! index over them.
+//!
+//! Owns: the page file format and its validation ([`page`]), atomic page
+//! writes ([`PageStore`]), the index and its sync-before-search
+//! ([`MemoryIndex`]), the query language ([`query`]) and the scan fallback
+//! used when the build has no FTS5 (feature `fts5`, on by default).
+//!
+//! Must not know: the CLI, agent tools, the gate or the audit trail. Those
+//! sit on top of this API; nothing here prints.
+
+pub mod error;
+#[cfg(feature = "fts5")]
+mod fts;
+pub mod index;
+pub mod page;
+pub mod query;
+mod scan;
+
+pub use error::MemoryError;
+pub use index::{Backend, Hit, MemoryIndex, SearchResult, SyncReport, fts5_available};
+pub use page::{NewPage, Page, PageMeta, PageStore, Problem, parse_page, validate_id};
