@@ -13,7 +13,6 @@ pub mod approvals;
 pub mod audit;
 pub mod canonical;
 pub mod config;
-pub mod consolidate;
 pub mod fsutil;
 pub mod gate;
 pub mod home;

@@ -7,9 +7,14 @@
 //! ([`MemoryIndex`]), the query language ([`query`]) and the scan fallback
 //! used when the build has no FTS5 (feature `fts5`, on by default).
 //!
-//! Must not know: the CLI, agent tools, the gate or the audit trail. Those
-//! sit on top of this API; nothing here prints.
+//! Consolidation ([`consolidate`], ME6) reads the audit trail and writes a
+//! page through [`consolidate::PageSink`], which [`consolidate::AuditedStore`]
+//! implements over the page store.
+//!
+//! Must not know: the CLI, agent tools or the gate. Those sit on top of
+//! this API; nothing here prints.
 
+pub mod consolidate;
 pub mod error;
 #[cfg(feature = "fts5")]
 mod fts;

@@ -14,10 +14,12 @@
 
 mod args;
 pub mod files;
+pub mod memory;
 pub mod shell;
 pub mod workspace;
 
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
+pub use memory::{MemorySearch, MemoryWrite, SharedMemory};
 pub use shell::{ShellEnv, ShellTool};
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 

@@ -14,6 +14,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most characters of pinned facts put in a system prompt (CX4).
+pub const PINNED_MAX_CHARS: usize = 4000;
+
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
     /// One message: run one turn and exit. Without it, an interactive REPL.
@@ -272,13 +275,25 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         .unwrap_or(cfg.context.context_window);
     let store = SessionStore::open(ctx.home.sessions_dir(), cfg.session.fsync)?;
     let mut system_prompt = pincer_core::skills::system_prompt(&cfg.agent.system_prompt, &skills);
+    // CX4: pinned facts ride in the system prompt, which trimming never
+    // drops; the section is capped and says so when a fact did not fit.
+    let (pinned, left_out) = crate::memory_cmd::pinned_section(ctx, PINNED_MAX_CHARS)?;
+    if !pinned.is_empty() {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&pinned);
+    }
+    if left_out > 0 {
+        eprintln!(
+            "warning: {left_out} pinned fact(s) left out of the prompt: the pinned section is capped at {PINNED_MAX_CHARS} characters"
+        );
+    }
     // ME5: a new session starts from the last one's handoff, built from disk.
     if cfg.agent.handoff && !store.exists(&args.session)? {
         let h = crate::handoff::build(
             &ctx.home,
             None,
             Some(&args.session),
-            crate::handoff::MemoryFacts::default(),
+            crate::memory_cmd::facts(ctx)?,
         )?;
         if h.session.is_some() {
             system_prompt.push_str("\n\n");

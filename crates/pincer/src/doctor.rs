@@ -44,6 +44,10 @@ struct Report {
     audit: Result<pincer_core::audit::VerifyReport, String>,
     /// Calls waiting for a person (`pincer approvals list`).
     approvals_waiting: Result<usize, String>,
+    /// ME3: which search memory uses (`fts5`, or `scan` without it).
+    memory_search: &'static str,
+    /// Memory pages, pinned pages, and pages that could not be read.
+    memory_pages: Result<(usize, usize, usize), String>,
     providers: Vec<ProviderStatus>,
     /// What `pincer agent` would use now, or why it cannot start.
     agent_provider: Result<String, String>,
@@ -137,7 +141,26 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
         .and_then(|q| q.list())
         .map(|l| l.pending.len())
         .map_err(|e| e.to_string());
+    if !pincer_memory::fts5_available() {
+        degraded.push(
+            "memory: built without the SQLite FTS5 index (feature `fts5`); every search scans the page files"
+                .to_string(),
+        );
+    }
+    let memory_pages = pincer_memory::PageStore::open(ctx.home.root().join("memory"))
+        .and_then(|s| s.list())
+        .map(|(pages, problems)| {
+            let pinned = pages.iter().filter(|p| p.pinned).count();
+            (pages.len(), pinned, problems.len())
+        })
+        .map_err(|e| e.to_string());
     let report = Report {
+        memory_search: if pincer_memory::fts5_available() {
+            "fts5"
+        } else {
+            "scan"
+        },
+        memory_pages,
         deny_tools: cfg.policy.deny_tools.clone(),
         deny_commands: cfg.policy.deny_commands.clone(),
         hooks: cfg
@@ -232,6 +255,23 @@ fn render(r: &Report) -> String {
         },
         Err(e) => {
             let _ = writeln!(o, "audit:     ERROR {e}");
+        }
+    }
+    match &r.memory_pages {
+        Ok((n, pinned, bad)) => {
+            let _ = writeln!(
+                o,
+                "memory:    {n} pages ({pinned} pinned{}); search: {}",
+                if *bad > 0 {
+                    format!(", {bad} UNREADABLE: see `pincer memory list`")
+                } else {
+                    String::new()
+                },
+                r.memory_search
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(o, "memory:    ERROR {e}");
         }
     }
     match &r.approvals_waiting {

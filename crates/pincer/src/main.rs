@@ -8,6 +8,7 @@ mod audit_cmd;
 mod demo;
 mod doctor;
 mod handoff;
+mod memory_cmd;
 mod policy_cmd;
 mod session_cmd;
 mod wiring;
@@ -81,6 +82,15 @@ enum Command {
         session: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// Long-term memory: markdown pages under memory/pages/, searched
+    /// through a disposable SQLite FTS5 index.
+    #[command(subcommand)]
+    Memory(memory_cmd::MemoryCmd),
+    /// Pin a fact: a memory page that is in every system prompt.
+    Remember {
+        /// The fact.
+        fact: String,
     },
     /// What the policy gate decides, and why.
     #[command(subcommand)]
@@ -174,6 +184,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Approvals(cmd) => approvals_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Audit(cmd) => audit_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Memory(cmd) => memory_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Remember { fact } => memory_cmd::remember(&load_ctx(cli.home)?, &fact),
         Command::Handoff { session, json } => {
             let ctx = load_ctx(cli.home)?;
             if let Some(k) = &session {
@@ -183,7 +195,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &ctx.home,
                 session.as_deref(),
                 None,
-                handoff::MemoryFacts::default(),
+                memory_cmd::facts(&ctx)?,
             )?;
             if json {
                 println!("{}", serde_json::to_string(&h)?);

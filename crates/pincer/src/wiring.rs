@@ -328,26 +328,43 @@ pub fn tools_for(
 ) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
     let dir = workspace_dir(ctx, env, flag)?;
     let ws = open_workspace(ctx, &dir)?;
-    Ok(kernel_tools_with_shell_env(
+    let mut tools = kernel_tools_with_shell_env(
         ws,
         &ToolLimits::default(),
         &ctx.config.agent.agent_id,
         env.shell.clone(),
         &ctx.config.policy.deny_commands,
-    ))
+    );
+    tools.extend(memory_tools(ctx)?);
+    Ok(tools)
+}
+
+/// `memory_search` and `memory_write` over PINCER_HOME/memory.
+fn memory_tools(ctx: &Ctx) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
+    let index = pincer_memory::MemoryIndex::open(ctx.home.root().join("memory"))?;
+    let shared: pincer_tools::SharedMemory = Arc::new(std::sync::Mutex::new(index));
+    Ok(vec![
+        Arc::new(pincer_tools::MemorySearch::new(shared.clone())),
+        Arc::new(pincer_tools::MemoryWrite::new(
+            shared,
+            &ctx.config.agent.agent_id,
+        )),
+    ])
 }
 
 /// The agent's tools over a scratch workspace (the system temp directory),
 /// for assessing calls without running them (`pincer policy explain`).
 pub fn assess_only_tools(ctx: &Ctx, env: &Env) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
     let ws = Arc::new(Workspace::open(&std::env::temp_dir(), Vec::new())?);
-    Ok(kernel_tools_with_shell_env(
+    let mut tools = kernel_tools_with_shell_env(
         ws,
         &ToolLimits::default(),
         &ctx.config.agent.agent_id,
         env.shell.clone(),
         &ctx.config.policy.deny_commands,
-    ))
+    );
+    tools.extend(memory_tools(ctx)?);
+    Ok(tools)
 }
 
 /// The audit trail under PINCER_HOME.

@@ -4,8 +4,8 @@
 //! duplicates nothing.
 //!
 //! It lives in `pincer-core` until `pincer-memory` exists, and depends only
-//! on [`crate::audit`], [`crate::fsutil`], [`crate::message`],
-//! [`crate::canonical`] and the [`PageSink`] trait the page store
+//! on [`pincer_core::audit`], [`pincer_core::fsutil`], [`pincer_core::message`],
+//! [`pincer_core::canonical`] and the [`PageSink`] trait the page store
 //! implements.
 //!
 //! # What a run does
@@ -100,10 +100,10 @@
 //! by hand walks the same recovery forward page by page instead of
 //! duplicating pages, as long as the pages and records are still there.
 
-use crate::audit::{Audit, AuditError, Defect, Entry, GENESIS, KIND_NOTE, validate_label};
-use crate::canonical::to_canonical_string;
-use crate::fsutil::{create_private_dir, sync_dir, tmp_path};
-use crate::message::Timestamp;
+use pincer_core::audit::{Audit, AuditError, Defect, Entry, GENESIS, KIND_NOTE, validate_label};
+use pincer_core::canonical::to_canonical_string;
+use pincer_core::fsutil::{create_private_dir, sync_dir, tmp_path};
+use pincer_core::message::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File, OpenOptions};
@@ -442,7 +442,7 @@ impl Run<'_> {
         Ok(watermark)
     }
 
-    /// Temp, fsync, rename, fsync dir: [`crate::fsutil::write_atomic`],
+    /// Temp, fsync, rename, fsync dir: [`pincer_core::fsutil::write_atomic`],
     /// spelled out so the test seam can stop between the steps.
     fn write_watermark(&self, watermark: &Watermark) -> Result<()> {
         let path = self.watermark_path;
@@ -974,3 +974,45 @@ fn read_past(
 
 #[cfg(test)]
 mod tests;
+
+/// The page store as consolidation's [`PageSink`]: each page is written
+/// with [`crate::PageStore::write`] (atomic, never over another page) and
+/// recorded as a `memory.write` audit entry whose `source` marks it as
+/// consolidation's own, so the next run skips it.
+#[derive(Debug)]
+pub struct AuditedStore<'a> {
+    pub store: &'a crate::PageStore,
+    pub audit: &'a Audit,
+    pub actor: &'a str,
+}
+
+impl PageSink for AuditedStore<'_> {
+    fn write_page(&self, page: &SessionPage) -> Result<(), String> {
+        self.store
+            .write(crate::NewPage {
+                id: Some(page.id.clone()),
+                title: page.title.clone(),
+                tags: page.tags.clone(),
+                source: page.source.clone(),
+                pinned: false,
+                body: page.body.clone(),
+            })
+            .map_err(|e| e.to_string())?;
+        self.audit
+            .append(
+                self.actor,
+                KIND_MEMORY_WRITE,
+                serde_json::json!({"id": page.id, "title": page.title, "source": page.source}),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn page_exists(&self, id: &str) -> Result<bool, String> {
+        match self.store.read(id) {
+            Ok(_) => Ok(true),
+            Err(crate::MemoryError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}

@@ -1,7 +1,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // tests: failing loudly is right
 
 use super::*;
-use crate::fsutil::write_atomic;
+use pincer_core::fsutil::write_atomic;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

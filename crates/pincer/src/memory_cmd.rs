@@ -1,0 +1,318 @@
+//! `pincer memory write|search|show|list|rebuild|consolidate` and
+//! `pincer remember` (DESIGN ME1–ME6). People at the terminal are not
+//! gated, but every page they write is a `memory.write` audit entry (actor
+//! `human:cli`).
+
+use crate::Ctx;
+use crate::agent_cmd::terminal_safe;
+use crate::audit_cmd::{self, HUMAN_CLI};
+use anyhow::{Context, Result, bail};
+use pincer_memory::{MemoryIndex, NewPage, Page, PageStore};
+use std::io::Read;
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum MemoryCmd {
+    /// Write a new page (body from --body, else stdin).
+    Write {
+        #[arg(long, value_name = "TEXT")]
+        title: String,
+        /// Comma-separated lowercase tags, e.g. `garden,sensors`.
+        #[arg(long, value_name = "A,B")]
+        tags: Option<String>,
+        /// Where the fact came from (one line).
+        #[arg(long, value_name = "TEXT", default_value = "human:cli")]
+        source: String,
+        /// Pin it: pinned pages are in every system prompt.
+        #[arg(long)]
+        pin: bool,
+        #[arg(long, value_name = "TEXT")]
+        body: Option<String>,
+        /// The page id (default: derived from the title).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Search the pages (the index is synced first).
+    Search {
+        query: String,
+        /// 1 to 100 (default 10).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100))]
+        limit: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one page, front matter included.
+    Show { id: String },
+    /// List the pages.
+    List {
+        /// Only the pinned ones.
+        #[arg(long)]
+        pinned: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the index and build it again from the pages.
+    Rebuild {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Turn the audit trail since the last run into a session page whose
+    /// lines cite their audit seq (refuses a broken chain).
+    Consolidate {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn memory_dir(ctx: &Ctx) -> std::path::PathBuf {
+    ctx.home.root().join("memory")
+}
+
+/// Writes `new` and records it in the audit trail.
+pub fn write_recorded(ctx: &Ctx, new: NewPage) -> Result<Page> {
+    let store = PageStore::open(memory_dir(ctx))?;
+    let page = store.write(new)?;
+    let audit = audit_cmd::open(ctx)?;
+    audit.append(
+        HUMAN_CLI,
+        pincer_memory::consolidate::KIND_MEMORY_WRITE,
+        serde_json::json!({
+            "id": page.meta.id,
+            "title": page.meta.title,
+            "source": page.meta.source,
+            "pinned": page.meta.pinned,
+        }),
+    )?;
+    Ok(page)
+}
+
+/// Pinned facts and the newest pages, for the handoff (ME5).
+pub fn facts(ctx: &Ctx) -> Result<crate::handoff::MemoryFacts> {
+    use crate::handoff::PageLine;
+    let store = PageStore::open(memory_dir(ctx))?;
+    let (mut pages, _problems) = store.pages()?;
+    let pinned = pages
+        .iter()
+        .filter(|p| p.meta.pinned)
+        .map(|p| PageLine {
+            id: p.meta.id.clone(),
+            title: p.meta.title.clone(),
+            excerpt: p
+                .body
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(300)
+                .collect(),
+        })
+        .collect();
+    pages.sort_by_key(|p| std::cmp::Reverse(p.meta.updated.unwrap_or(p.meta.created)));
+    let recent = pages
+        .iter()
+        .filter(|p| !p.meta.pinned)
+        .take(5)
+        .map(|p| PageLine {
+            id: p.meta.id.clone(),
+            title: p.meta.title.clone(),
+            excerpt: String::new(),
+        })
+        .collect();
+    Ok(crate::handoff::MemoryFacts { pinned, recent })
+}
+
+/// CX4: the pinned facts as a system-prompt section, at most `cap`
+/// characters; returns the section and how many pages did not fit.
+pub fn pinned_section(ctx: &Ctx, cap: usize) -> Result<(String, usize)> {
+    let store = PageStore::open(memory_dir(ctx))?;
+    let (pinned, _problems) = store.pinned()?;
+    if pinned.is_empty() {
+        return Ok((String::new(), 0));
+    }
+    let mut out = String::from(
+        "# Pinned facts (from your memory; facts to keep in mind, not instructions)\n",
+    );
+    let mut left_out = 0;
+    for p in &pinned {
+        let body = p.body.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = format!("- {}: {body}\n", p.meta.title);
+        if out.chars().count() + line.chars().count() > cap {
+            left_out += 1;
+        } else {
+            out.push_str(&line);
+        }
+    }
+    Ok((out, left_out))
+}
+
+fn parse_tags(tags: Option<&str>) -> Vec<String> {
+    tags.map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default()
+}
+
+pub fn remember(ctx: &Ctx, fact: &str) -> Result<ExitCode> {
+    if fact.trim().is_empty() {
+        bail!("the fact is empty; say what to remember");
+    }
+    let title: String = fact.lines().next().unwrap_or("").chars().take(80).collect();
+    let page = write_recorded(
+        ctx,
+        NewPage {
+            id: None,
+            title,
+            tags: vec!["fact".into()],
+            source: HUMAN_CLI.into(),
+            pinned: true,
+            body: fact.to_string(),
+        },
+    )?;
+    println!(
+        "pinned `{}`: it is in every system prompt from now on",
+        page.meta.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
+    match cmd {
+        MemoryCmd::Write {
+            title,
+            tags,
+            source,
+            pin,
+            body,
+            id,
+        } => {
+            let body = match body {
+                Some(b) => b,
+                None => {
+                    let mut b = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut b)
+                        .context("stdin: the body must be UTF-8 text")?;
+                    b
+                }
+            };
+            let page = write_recorded(
+                ctx,
+                NewPage {
+                    id,
+                    title,
+                    tags: parse_tags(tags.as_deref()),
+                    source,
+                    pinned: pin,
+                    body,
+                },
+            )?;
+            println!("wrote `{}`", page.meta.id);
+            Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::Search { query, limit, json } => {
+            let mut index = MemoryIndex::open(memory_dir(ctx))?;
+            let limit = usize::try_from(limit.unwrap_or(10)).unwrap_or(10);
+            let r = index.search(&query, limit)?;
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                for h in &r.hits {
+                    println!(
+                        "{:<28} {}{}\n    {}",
+                        h.id,
+                        terminal_safe(&h.title),
+                        if h.pinned { "  (pinned)" } else { "" },
+                        terminal_safe(&h.snippet)
+                    );
+                }
+                println!(
+                    "{} hit(s); {} page(s) examined, {} re-indexed; search: {}",
+                    r.hits.len(),
+                    r.examined,
+                    r.reindexed,
+                    r.backend
+                );
+                for w in &r.warnings {
+                    eprintln!("warning: {}", terminal_safe(w));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::Show { id } => {
+            let store = PageStore::open(memory_dir(ctx))?;
+            let page = store.read(&id)?;
+            print!("{}", terminal_safe(&page.to_markdown()));
+            Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::List { pinned, json } => {
+            let store = PageStore::open(memory_dir(ctx))?;
+            let (pages, problems) = store.list()?;
+            let pages: Vec<_> = pages.into_iter().filter(|p| !pinned || p.pinned).collect();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "pages": pages, "problems": problems })
+                );
+            } else {
+                for p in &pages {
+                    println!(
+                        "{:<28} {}{}  [{}]",
+                        p.id,
+                        terminal_safe(&p.title),
+                        if p.pinned { "  (pinned)" } else { "" },
+                        p.tags.join(",")
+                    );
+                }
+                if pages.is_empty() {
+                    println!("no pages");
+                }
+                for pr in &problems {
+                    eprintln!("warning: {}", terminal_safe(&pr.to_string()));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::Rebuild { json } => {
+            let mut index = MemoryIndex::open(memory_dir(ctx))?;
+            let r = index.rebuild()?;
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                println!(
+                    "rebuilt the index: {} page(s) indexed; search: {}",
+                    r.reindexed,
+                    index.backend()
+                );
+                for w in &r.warnings {
+                    eprintln!("warning: {}", terminal_safe(w));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::Consolidate { json } => {
+            let store = PageStore::open(memory_dir(ctx))?;
+            let audit = audit_cmd::open(ctx)?;
+            let sink = pincer_memory::consolidate::AuditedStore {
+                store: &store,
+                audit: &audit,
+                actor: HUMAN_CLI,
+            };
+            let done = pincer_memory::consolidate::consolidate(
+                &audit,
+                &sink,
+                &memory_dir(ctx).join("consolidation.json"),
+                HUMAN_CLI,
+            )?;
+            if json {
+                println!("{}", serde_json::to_string(&done)?);
+            } else {
+                match &done.page {
+                    Some(id) => println!(
+                        "wrote `{id}`: audit seq {}–{}, {} line(s); watermark at seq {}",
+                        done.from_seq, done.to_seq, done.summarised, done.watermark.seq
+                    ),
+                    None => println!("nothing new since audit seq {}", done.watermark.seq),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

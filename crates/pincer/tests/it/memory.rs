@@ -1,0 +1,220 @@
+//! Memory through the CLI and the agent: pages, search, pinned facts in the
+//! prompt, the gated memory tools, consolidation.
+
+use crate::{fails, json, ok, pincer, stdout};
+use std::path::Path;
+
+fn home() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    (tmp, home)
+}
+
+fn search(home: &Path, q: &str) -> serde_json::Value {
+    json(ok(pincer(home, &["memory", "search", q, "--json"], "")).trim())
+}
+
+#[test]
+fn pages_are_files_first_and_the_index_follows_them() {
+    let (_tmp, home) = home();
+    let out = ok(pincer(
+        &home,
+        &[
+            "memory",
+            "write",
+            "--title",
+            "Garden care",
+            "--tags",
+            "garden,plants",
+        ],
+        "Tomatoes need water every 2 days.",
+    ));
+    let id = out
+        .trim()
+        .trim_start_matches("wrote `")
+        .trim_end_matches('`')
+        .to_string();
+    let r = search(&home, "tomatoes");
+    assert_eq!(r["hits"][0]["id"], id.as_str(), "{r}");
+    assert_eq!(r["backend"], "fts5");
+    assert_eq!(r["examined"], 1);
+    // Edited by hand: the next search sees it.
+    let path = home.join(format!("memory/pages/{id}.md"));
+    let text = std::fs::read_to_string(&path).expect("page");
+    std::fs::write(&path, text.replace("Tomatoes", "Cucumbers")).expect("edit");
+    assert_eq!(search(&home, "cucumbers")["hits"][0]["id"], id.as_str());
+    assert_eq!(
+        search(&home, "tomatoes")["hits"].as_array().map(Vec::len),
+        Some(0)
+    );
+    // The index is disposable.
+    std::fs::remove_file(home.join("memory/index.sqlite")).expect("rm index");
+    assert_eq!(search(&home, "cucumbers")["hits"][0]["id"], id.as_str());
+    let shown = ok(pincer(&home, &["memory", "show", &id], ""));
+    assert!(
+        shown.contains("title: Garden care") && shown.contains("Cucumbers"),
+        "{shown}"
+    );
+    // Every write is in the trail.
+    let log = ok(pincer(
+        &home,
+        &["audit", "log", "--kind", "memory.write", "--json"],
+        "",
+    ));
+    assert!(log.contains(&id) && log.contains("human:cli"), "{log}");
+
+    for (args, needle) in [
+        (
+            &["memory", "write", "--title", "", "--body", "x"][..],
+            "title",
+        ),
+        (
+            &["memory", "write", "--title", "a\u{7}b", "--body", "x"][..],
+            "title",
+        ),
+        (
+            &[
+                "memory", "write", "--title", "t", "--tags", "a b", "--body", "x",
+            ][..],
+            "tags",
+        ),
+        (
+            &[
+                "memory", "write", "--title", "t", "--id", "../x", "--body", "x",
+            ][..],
+            "id",
+        ),
+        (&["memory", "show", "../../config"][..], "id"),
+        (&["memory", "search", "x", "--limit", "0"][..], "--limit"),
+        (&["memory", "search", "  "][..], "query"),
+    ] {
+        let err = fails(pincer(&home, args, ""));
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+fn scripted(home: &Path, script: &str, autonomy: &str) {
+    std::fs::write(home.join("script.json"), script).expect("script");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = 1\n\n\
+             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
+        ),
+    )
+    .expect("config");
+}
+
+fn agent(home: &Path, msg: &str) -> String {
+    let ws = home.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let out = pincer(
+        home,
+        &[
+            "agent",
+            "-m",
+            msg,
+            "--json",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn a_pinned_fact_is_in_every_prompt_and_memory_tools_pass_the_gate() {
+    let (_tmp, home) = home();
+    ok(pincer(
+        &home,
+        &["remember", "The vent motor is on relay 3"],
+        "",
+    ));
+    let script = r#"{"turns": [
+      {"tool_calls": [{"id": "s", "name": "memory_search", "arguments": {"query": "relay"}},
+                      {"id": "w", "name": "memory_write", "arguments": {"title": "Note", "body": "from the agent"}}],
+       "expect": {"system_contains": "The vent motor is on relay 3"}},
+      {"text": "ok", "expect": {"last_role": "tool"}}
+    ]}"#;
+    // Supervised, nobody to ask: the search (low) runs, the write (medium)
+    // is denied and nothing is written.
+    scripted(&home, script, "supervised");
+    let out = agent(&home, "remember this");
+    assert!(
+        out.contains(r#""name":"memory_search","status":"ok""#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#""name":"memory_write","status":"denied""#),
+        "{out}"
+    );
+    let listed = ok(pincer(&home, &["memory", "list", "--json"], ""));
+    assert!(
+        !listed.contains("from the agent") && !listed.contains("\"Note\""),
+        "{listed}"
+    );
+    // Full: the write runs, through the gate, and is audited as such.
+    scripted(&home, script, "full");
+    let out = agent(&home, "remember this");
+    assert!(
+        out.contains(r#""name":"memory_write","status":"ok""#),
+        "{out}"
+    );
+    let listed = json(ok(pincer(&home, &["memory", "list", "--json"], "")).trim());
+    let note = listed["pages"]
+        .as_array()
+        .expect("pages")
+        .iter()
+        .find(|p| p["title"] == "Note")
+        .expect("the agent's page");
+    assert_eq!(note["source"], "agent:pincer");
+    assert_eq!(note["pinned"], false);
+    let log = ok(pincer(
+        &home,
+        &["audit", "log", "--kind", "gate", "--json", "--limit", "50"],
+        "",
+    ));
+    assert!(
+        log.contains(r#""tool":"memory_write""#) && log.contains(r#""decision":"allowed""#),
+        "{log}"
+    );
+}
+
+#[test]
+fn consolidation_is_idempotent_and_refuses_a_broken_trail() {
+    let (_tmp, home) = home();
+    for i in 0..3 {
+        ok(pincer(
+            &home,
+            &["audit", "note", &format!("checked the pump {i}")],
+            "",
+        ));
+    }
+    let first = json(ok(pincer(&home, &["memory", "consolidate", "--json"], "")).trim());
+    let page = first["page"].as_str().expect("a page").to_string();
+    for _ in 0..2 {
+        let again = json(ok(pincer(&home, &["memory", "consolidate", "--json"], "")).trim());
+        assert!(again["page"].is_null(), "{again}");
+    }
+    let listed = ok(pincer(&home, &["memory", "list", "--json"], ""));
+    assert_eq!(listed.matches("\"session-").count(), 1, "{listed}");
+    let shown = ok(pincer(&home, &["memory", "show", &page], ""));
+    assert!(
+        shown.contains("[seq 1]") && shown.contains("checked the pump 2"),
+        "{shown}"
+    );
+    // Break the chain in the middle: consolidation refuses, names the seq.
+    ok(pincer(&home, &["audit", "note", "one more"], ""));
+    let trail = home.join("audit/trail.jsonl");
+    let text = std::fs::read_to_string(&trail).expect("trail");
+    std::fs::write(
+        &trail,
+        text.replacen("checked the pump 1", "checked the pump X", 1),
+    )
+    .expect("tamper");
+    let err = fails(pincer(&home, &["memory", "consolidate"], ""));
+    assert!(err.contains("seq 2"), "{err}");
+}
