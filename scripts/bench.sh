@@ -55,4 +55,6 @@ if [ "${1:-}" != "--quick" ]; then
     cargo bench --locked -p pincer-core --bench "$b" -- --noplot 2>&1 \
       | grep -E '^(session|trim|agent|audit|hooks)/|time:|thrpt:' || true
   done
+  cargo bench --locked -p pincer-memory --bench memory -- --noplot 2>&1 \
+    | grep -E '^memory(_slow)?/|time:' || true
 fi

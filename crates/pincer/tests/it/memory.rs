@@ -218,3 +218,39 @@ fn consolidation_is_idempotent_and_refuses_a_broken_trail() {
     let err = fails(pincer(&home, &["memory", "consolidate"], ""));
     assert!(err.contains("seq 2"), "{err}");
 }
+
+#[test]
+fn the_pinned_section_is_capped_and_says_so() {
+    let (_tmp, home) = home();
+    for i in 0..3 {
+        let fact = format!(
+            "fact {i}: {}",
+            "long words about the greenhouse ".repeat(60)
+        );
+        ok(pincer(&home, &["remember", &fact], ""));
+    }
+    scripted(
+        &home,
+        r#"{"turns": [{"text": "ok", "expect": {"system_contains": "fact 0:"}}]}"#,
+        "supervised",
+    );
+    let ws = home.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let out = pincer(
+        &home,
+        &[
+            "agent",
+            "-m",
+            "hi",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", crate::stderr(&out));
+    let err = crate::stderr(&out);
+    assert!(
+        err.contains("pinned fact(s) left out") && err.contains("4000"),
+        "{err}"
+    );
+}
