@@ -19,7 +19,7 @@ pub mod shell;
 pub mod workspace;
 
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
-pub use memory::{MemorySearch, MemoryWrite, SharedMemory};
+pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
 pub use shell::{ShellEnv, ShellTool};
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 

@@ -9,11 +9,27 @@ use pincer_core::provider::BoxFuture;
 use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use pincer_memory::{MemoryIndex, NewPage};
 use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// One memory index shared by the memory tools (searches sync it, which
-/// needs `&mut`).
-pub type SharedMemory = Arc<Mutex<MemoryIndex>>;
+/// The memory directory, its index opened on first use (a session that
+/// never touches memory never opens SQLite), shared by the memory tools.
+#[derive(Debug)]
+pub struct LazyMemory {
+    dir: PathBuf,
+    index: Mutex<Option<MemoryIndex>>,
+}
+
+impl LazyMemory {
+    pub fn new(memory_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: memory_dir.into(),
+            index: Mutex::new(None),
+        }
+    }
+}
+
+pub type SharedMemory = Arc<LazyMemory>;
 
 async fn with_memory<T, F>(mem: SharedMemory, f: F) -> Result<T, ToolError>
 where
@@ -22,9 +38,18 @@ where
 {
     tokio::task::spawn_blocking(move || {
         let mut guard = mem
+            .index
             .lock()
             .map_err(|_| ToolError::Fatal("the memory index lock is poisoned".into()))?;
-        f(&mut guard)
+        if guard.is_none() {
+            let index = MemoryIndex::open(&mem.dir)
+                .map_err(|e| ToolError::Fatal(format!("cannot open memory: {e}")))?;
+            *guard = Some(index);
+        }
+        match guard.as_mut() {
+            Some(index) => f(index),
+            None => Err(ToolError::Fatal("memory did not open".into())),
+        }
     })
     .await
     .map_err(|e| ToolError::Fatal(format!("memory tool task failed: {e}")))?

@@ -335,21 +335,22 @@ pub fn tools_for(
         env.shell.clone(),
         &ctx.config.policy.deny_commands,
     );
-    tools.extend(memory_tools(ctx)?);
+    tools.extend(memory_tools(ctx));
     Ok(tools)
 }
 
 /// `memory_search` and `memory_write` over PINCER_HOME/memory.
-fn memory_tools(ctx: &Ctx) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
-    let index = pincer_memory::MemoryIndex::open(ctx.home.root().join("memory"))?;
-    let shared: pincer_tools::SharedMemory = Arc::new(std::sync::Mutex::new(index));
-    Ok(vec![
+fn memory_tools(ctx: &Ctx) -> Vec<Arc<dyn pincer_core::tool::Tool>> {
+    let shared: pincer_tools::SharedMemory = Arc::new(pincer_tools::LazyMemory::new(
+        ctx.home.root().join("memory"),
+    ));
+    vec![
         Arc::new(pincer_tools::MemorySearch::new(shared.clone())),
         Arc::new(pincer_tools::MemoryWrite::new(
             shared,
             &ctx.config.agent.agent_id,
         )),
-    ])
+    ]
 }
 
 /// The agent's tools over a scratch workspace (the system temp directory),
@@ -363,7 +364,7 @@ pub fn assess_only_tools(ctx: &Ctx, env: &Env) -> Result<Vec<Arc<dyn pincer_core
         env.shell.clone(),
         &ctx.config.policy.deny_commands,
     );
-    tools.extend(memory_tools(ctx)?);
+    tools.extend(memory_tools(ctx));
     Ok(tools)
 }
 
