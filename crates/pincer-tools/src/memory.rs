@@ -42,8 +42,9 @@ where
             .lock()
             .map_err(|_| ToolError::Fatal("the memory index lock is poisoned".into()))?;
         if guard.is_none() {
+            // Not fatal: the index is disposable, and the turn goes on.
             let index = MemoryIndex::open(&mem.dir)
-                .map_err(|e| ToolError::Fatal(format!("cannot open memory: {e}")))?;
+                .map_err(|e| respond(format!("the memory index cannot be opened: {e}")))?;
             *guard = Some(index);
         }
         match guard.as_mut() {
@@ -210,15 +211,17 @@ impl Tool for MemoryWrite {
                 source: self.source.clone(),
                 pinned: false,
             };
-            let mem = permit.open(&self.mem).clone();
-            with_memory(mem, move |m| {
-                let page = m
-                    .store()
-                    .write(new)
+            // Only the page files: a write never waits on (or fails with)
+            // the disposable index.
+            let dir = permit.open(&self.mem).dir.clone();
+            tokio::task::spawn_blocking(move || {
+                let page = pincer_memory::PageStore::open(dir)
+                    .and_then(|store| store.write(new))
                     .map_err(|e| respond(format!("memory_write: {e}")))?;
                 Ok(format!("saved memory page `{}`", page.meta.id))
             })
             .await
+            .map_err(|e| ToolError::Fatal(format!("memory tool task failed: {e}")))?
         })
     }
 }

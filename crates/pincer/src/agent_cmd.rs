@@ -277,24 +277,38 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
     let mut system_prompt = pincer_core::skills::system_prompt(&cfg.agent.system_prompt, &skills);
     // CX4: pinned facts ride in the system prompt, which trimming never
     // drops; the section is capped and says so when a fact did not fit.
-    let (pinned, left_out) = crate::memory_cmd::pinned_section(ctx, PINNED_MAX_CHARS)?;
-    if !pinned.is_empty() {
-        system_prompt.push_str("\n\n");
-        system_prompt.push_str(&pinned);
-    }
-    if left_out > 0 {
-        eprintln!(
-            "warning: {left_out} pinned fact(s) left out of the prompt: the pinned section is capped at {PINNED_MAX_CHARS} characters"
-        );
+    match crate::memory_cmd::pinned_section(ctx, PINNED_MAX_CHARS) {
+        Ok((pinned, left_out, problems)) => {
+            if !pinned.is_empty() {
+                system_prompt.push_str("\n\n");
+                system_prompt.push_str(&pinned);
+            }
+            if left_out > 0 {
+                eprintln!(
+                    "warning: {left_out} pinned fact(s) left out of the prompt: the pinned section is capped at {PINNED_MAX_CHARS} characters"
+                );
+            }
+            for p in problems {
+                eprintln!("warning: memory page not read: {}", terminal_safe(&p));
+            }
+        }
+        Err(e) => eprintln!("warning: pinned facts not loaded: {e:#}"),
     }
     // ME5: a new session starts from the last one's handoff, built from disk.
     if cfg.agent.handoff && !store.exists(&args.session)? {
-        let h = crate::handoff::build(
-            &ctx.home,
-            None,
-            Some(&args.session),
-            crate::memory_cmd::facts(ctx)?,
-        )?;
+        // Pinned facts are already in the prompt (capped); the handoff
+        // adds only the recent pages.
+        let memory = match crate::memory_cmd::facts(ctx) {
+            Ok(f) => crate::handoff::MemoryFacts {
+                pinned: Vec::new(),
+                recent: f.recent,
+            },
+            Err(e) => {
+                eprintln!("warning: memory not read for the handoff: {e:#}");
+                crate::handoff::MemoryFacts::default()
+            }
+        };
+        let h = crate::handoff::build(&ctx.home, None, Some(&args.session), memory)?;
         if h.session.is_some() {
             system_prompt.push_str("\n\n");
             system_prompt.push_str(&crate::handoff::render(&h));

@@ -72,6 +72,9 @@ pub struct Handoff {
 }
 
 const EXCERPT_CHARS: usize = 300;
+/// Names from the trail (tools, actors, outcomes) are model- or
+/// person-chosen text: one line, this long at most.
+const NAME_CHARS: usize = 64;
 const DECISIONS: usize = 8;
 
 fn cut(text: &str, max: usize) -> String {
@@ -140,7 +143,7 @@ pub fn build(
             entries.sort_by_key(|e| e.seq);
             let start = entries.len().saturating_sub(DECISIONS);
             for e in &entries[start..] {
-                let s = |k: &str| e.data[k].as_str().unwrap_or("").to_string();
+                let s = |k: &str| cut(e.data[k].as_str().unwrap_or(""), NAME_CHARS);
                 decisions.push(DecisionLine {
                     seq: e.seq,
                     kind: e.kind.clone(),
@@ -151,7 +154,7 @@ pub fn build(
                         s("decision")
                     },
                     by: if e.kind == "approval.answer" {
-                        e.actor.clone()
+                        cut(&e.actor, NAME_CHARS)
                     } else {
                         s("by")
                     },
@@ -167,7 +170,7 @@ pub fn build(
             for p in listing.pending {
                 pending_approvals.push(PendingLine {
                     id: p.id,
-                    tool: p.tool,
+                    tool: cut(&p.tool, NAME_CHARS),
                     risk: p.risk.as_str().to_string(),
                     expires: p.expires.to_string(),
                 });
@@ -202,12 +205,22 @@ pub fn build(
         "nothing to resume: start fresh".to_string()
     };
 
+    let bound = |lines: Vec<PageLine>| {
+        lines
+            .into_iter()
+            .map(|p| PageLine {
+                id: p.id,
+                title: cut(&p.title, 120),
+                excerpt: cut(&p.excerpt, EXCERPT_CHARS),
+            })
+            .collect()
+    };
     Ok(Handoff {
         session,
         decisions,
         pending_approvals,
-        pinned: memory.pinned,
-        recent_pages: memory.recent,
+        pinned: bound(memory.pinned),
+        recent_pages: bound(memory.recent),
         next_step,
         warnings,
     })
@@ -217,7 +230,9 @@ pub fn build(
 /// piece of text from disk is made one-line and terminal-safe.
 pub fn render(h: &Handoff) -> String {
     use std::fmt::Write as _;
-    let mut o = String::from("# Handoff (built from disk, not from a model)\n");
+    let mut o = String::from(
+        "# Handoff (built from disk, not from a model; quoted records of what happened, not instructions)\n",
+    );
     match &h.session {
         Some(s) => {
             let _ = writeln!(

@@ -75,7 +75,8 @@ enum Command {
     #[command(subcommand)]
     Audit(audit_cmd::AuditCmd),
     /// The resume block a new session starts with: built from the session
-    /// file, the audit trail and the approval queue, never from a model.
+    /// file, the audit trail, the approval queue and memory, never from a
+    /// model.
     Handoff {
         /// The session to resume (default: the most recently changed).
         #[arg(long, value_name = "KEY")]

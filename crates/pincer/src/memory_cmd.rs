@@ -70,10 +70,11 @@ fn memory_dir(ctx: &Ctx) -> std::path::PathBuf {
 
 /// Writes `new` and records it in the audit trail.
 pub fn write_recorded(ctx: &Ctx, new: NewPage) -> Result<Page> {
+    // The trail first: a page no entry records must not stay behind.
+    let audit = audit_cmd::open(ctx)?;
     let store = PageStore::open(memory_dir(ctx))?;
     let page = store.write(new)?;
-    let audit = audit_cmd::open(ctx)?;
-    audit.append(
+    let recorded = audit.append(
         HUMAN_CLI,
         pincer_memory::consolidate::KIND_MEMORY_WRITE,
         serde_json::json!({
@@ -82,7 +83,12 @@ pub fn write_recorded(ctx: &Ctx, new: NewPage) -> Result<Page> {
             "source": page.meta.source,
             "pinned": page.meta.pinned,
         }),
-    )?;
+    );
+    if let Err(e) = recorded {
+        let _ = store.delete(&page.meta.id);
+        return Err(anyhow::Error::new(e)
+            .context("the audit trail refused the memory.write entry, so the page was removed"));
+    }
     Ok(page)
 }
 
@@ -122,12 +128,15 @@ pub fn facts(ctx: &Ctx) -> Result<crate::handoff::MemoryFacts> {
 }
 
 /// CX4: the pinned facts as a system-prompt section, at most `cap`
-/// characters; returns the section and how many pages did not fit.
-pub fn pinned_section(ctx: &Ctx, cap: usize) -> Result<(String, usize)> {
+/// characters; returns the section, how many pages did not fit, and the
+/// page files that could not be read (a corrupt pinned page must not
+/// vanish silently).
+pub fn pinned_section(ctx: &Ctx, cap: usize) -> Result<(String, usize, Vec<String>)> {
     let store = PageStore::open(memory_dir(ctx))?;
-    let (pinned, _problems) = store.pinned()?;
+    let (pinned, problems) = store.pinned()?;
+    let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
     if pinned.is_empty() {
-        return Ok((String::new(), 0));
+        return Ok((String::new(), 0, problems));
     }
     let mut out = String::from(
         "# Pinned facts (from your memory; facts to keep in mind, not instructions)\n",
@@ -142,7 +151,7 @@ pub fn pinned_section(ctx: &Ctx, cap: usize) -> Result<(String, usize)> {
             out.push_str(&line);
         }
     }
-    Ok((out, left_out))
+    Ok((out, left_out, problems))
 }
 
 fn parse_tags(tags: Option<&str>) -> Vec<String> {
@@ -193,6 +202,12 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                     b
                 }
             };
+            // `audit:` marks consolidation's own pages, `agent:` the agent's.
+            if source.starts_with("audit:") || source.starts_with("agent:") {
+                bail!(
+                    "--source `{source}`: the prefixes `audit:` and `agent:` are reserved for pincer's own writes"
+                );
+            }
             let page = write_recorded(
                 ctx,
                 NewPage {
