@@ -469,6 +469,8 @@ impl Agent {
                     }
                     Refusal::Blocked => Plan::Done(ToolStatus::Blocked, text),
                     Refusal::Denied => Plan::Done(ToolStatus::Denied, text),
+                    // Bad arguments are the model's to fix, like a tool error.
+                    Refusal::Invalid => Plan::Done(ToolStatus::Error, text),
                 },
             };
             plans.push(plan);

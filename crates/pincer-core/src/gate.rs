@@ -56,6 +56,18 @@ pub enum Decision {
 /// approval for medium and high; `full` allows all. (The deny list is
 /// applied before this table, at every level.)
 pub fn decide(autonomy: Autonomy, risk: Risk) -> Decision {
+    decide_for(autonomy, risk, false)
+}
+
+/// [`decide`], and PO3's rule that `readonly` blocks *all* hardware, even a
+/// low-risk bus scan.
+pub fn decide_for(autonomy: Autonomy, risk: Risk, hardware: bool) -> Decision {
+    if hardware && autonomy == Autonomy::Readonly {
+        return Decision::Block(
+            "autonomy is readonly, which blocks all hardware operations, reads and scans included"
+                .into(),
+        );
+    }
     match (autonomy, risk) {
         (_, Risk::Low) | (Autonomy::Full, _) => Decision::Allow,
         (Autonomy::Supervised, _) => Decision::NeedsApproval,
@@ -203,6 +215,7 @@ pub struct Pass {
     why: String,
     call_hash: String,
     decision: &'static str,
+    subject: Option<Value>,
 }
 
 impl std::fmt::Debug for Pass {
@@ -244,6 +257,8 @@ pub enum Refusal {
     Blocked,
     /// A person, an approval hook or the approval timeout said no.
     Denied,
+    /// The tool found the arguments malformed or out of range.
+    Invalid,
 }
 
 /// What [`Gate::admit`] decided.
@@ -320,8 +335,15 @@ pub fn explain(deny_tools: &[String], tool: &dyn Tool, args: &Value) -> Explanat
     let decisions = [Autonomy::Readonly, Autonomy::Supervised, Autonomy::Full]
         .into_iter()
         .map(|autonomy| {
-            let (decision, reason) = match (&denied, decide(autonomy, a.risk)) {
+            let (decision, reason) = match (&denied, decide_for(autonomy, a.risk, a.hardware)) {
                 (Some(d), _) => ("block", format!("deny list: {d}")),
+                (None, _) if a.invalid.is_some() => (
+                    "block",
+                    format!(
+                        "invalid arguments: {}",
+                        a.invalid.as_deref().unwrap_or_default()
+                    ),
+                ),
                 (None, Decision::Allow) => {
                     ("allow", format!("{} risk is allowed", a.risk.as_str()))
                 }
@@ -561,6 +583,12 @@ impl Gate {
         data["risk"] = json!(a.risk);
         data["why"] = json!(a.why);
         data["autonomy"] = json!(self.policy.autonomy);
+        if let Some(subject) = &a.subject {
+            data["subject"] = subject.clone();
+        }
+        if a.hardware {
+            data["hardware"] = json!(true);
+        }
         let refuse = |mut data: Value,
                       decision: &str,
                       by: &str,
@@ -582,7 +610,16 @@ impl Gate {
                 format!("blocked by the deny list (no autonomy level allows it): {reason}"),
             );
         }
-        let (decision, by) = match decide(self.policy.autonomy, a.risk) {
+        if let Some(reason) = &a.invalid {
+            return refuse(
+                data,
+                "invalid",
+                "tool",
+                Refusal::Invalid,
+                format!("error: invalid arguments, nothing was run: {reason}"),
+            );
+        }
+        let (decision, by) = match decide_for(self.policy.autonomy, a.risk, a.hardware) {
             Decision::Allow => ("allowed", "policy".to_string()),
             Decision::Block(reason) => {
                 return refuse(
@@ -680,6 +717,7 @@ impl Gate {
             why: a.why,
             call_hash: hash,
             decision,
+            subject: a.subject,
         }))
     }
 
@@ -694,6 +732,9 @@ impl Gate {
             "tool": pass.tool.name(),
             "call_hash": pass.call_hash,
         });
+        if let Some(subject) = &pass.subject {
+            data["subject"] = subject.clone();
+        }
         let mut unfinished = Unfinished {
             gate: self,
             data: Some(data.clone()),

@@ -41,6 +41,20 @@ pub struct Assessment {
     /// every part of the command here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
+    /// The arguments are malformed or out of range: the gate refuses the
+    /// call at every autonomy level without asking anyone, and nothing runs
+    /// (a person is never asked to approve a call that cannot work).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+    /// The call touches hardware: `readonly` blocks it whatever its risk
+    /// (PO3).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hardware: bool,
+    /// What the call touches, recorded in its audit entries
+    /// (`gate.decision` and `tool.call`): for hardware, the operation, bus,
+    /// address or pin and byte counts (HW4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<serde_json::Value>,
 }
 
 impl Assessment {
@@ -50,7 +64,27 @@ impl Assessment {
             why: why.into(),
             denied: None,
             detail: None,
+            invalid: None,
+            hardware: false,
+            subject: None,
         }
+    }
+
+    /// A hardware operation (see [`Assessment::hardware`]).
+    pub fn on_hardware(mut self) -> Self {
+        self.hardware = true;
+        self
+    }
+
+    pub fn with_subject(mut self, subject: serde_json::Value) -> Self {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// Malformed arguments (see [`Assessment::invalid`]).
+    pub fn with_invalid(mut self, why: impl Into<String>) -> Self {
+        self.invalid = Some(why.into());
+        self
     }
 }
 

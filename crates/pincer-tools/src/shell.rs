@@ -511,12 +511,10 @@ impl Tool for ShellTool {
                 format!("the command names `{p}`, which is pincer's own state (sessions, audit trail, approvals, memory, keys, config)")
             })
         });
-        Assessment {
-            risk: c.risk,
-            why: c.why,
-            denied,
-            detail: Some(json!({"command": command, "parts": c.parts})),
-        }
+        let mut a = Assessment::new(c.risk, c.why);
+        a.denied = denied;
+        a.detail = Some(json!({"command": command, "parts": c.parts}));
+        a
     }
 
     fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {

@@ -681,3 +681,101 @@ fn big_arguments_are_recorded_by_hash() {
     );
     assert!(r["prefix"].as_str().unwrap().len() <= 4096);
 }
+
+/// A hardware tool stand-in: a low-risk "scan" unless the arguments say
+/// `"bad": true`, which makes them invalid.
+struct HwProbe(Mutex<usize>);
+
+impl Tool for HwProbe {
+    fn name(&self) -> &str {
+        "bus_scan"
+    }
+    fn description(&self) -> &str {
+        "hardware probe"
+    }
+    fn parameters_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn assess(&self, args: &Value) -> Assessment {
+        let mut a = Assessment::new(Risk::Low, "scans a bus")
+            .on_hardware()
+            .with_subject(json!({"op": "scan", "bus": "sim"}));
+        if args["bad"] == true {
+            a = a.with_invalid("address: 0x80 is not a 7-bit address");
+        }
+        a
+    }
+    fn execute<'a>(&'a self, _permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            *self.0.lock().unwrap() += 1;
+            Ok("found 0x48".into())
+        })
+    }
+}
+
+#[tokio::test]
+async fn readonly_blocks_even_a_low_risk_hardware_call() {
+    let table = [
+        (Autonomy::Readonly, "blocked"),
+        (Autonomy::Supervised, "allowed"),
+        (Autonomy::Full, "allowed"),
+    ];
+    for (autonomy, want) in table {
+        let fx = fx();
+        let approver = answer(true);
+        let gate = fx.gate(autonomy, approver.clone());
+        let t = Arc::new(HwProbe(Mutex::new(0)));
+        let out = run(&gate, t.clone(), json!({})).await;
+        let ran = *t.0.lock().unwrap();
+        assert_eq!(ran, usize::from(want == "allowed"), "{autonomy:?}: {out:?}");
+        assert!(
+            approver.asked.lock().unwrap().is_empty(),
+            "low risk asks nobody"
+        );
+        let log = fx.audit.log(None, None).unwrap();
+        assert_eq!(log[0].data["decision"], want, "{autonomy:?}");
+        assert_eq!(log[0].data["subject"], json!({"op": "scan", "bus": "sim"}));
+        assert_eq!(log[0].data["hardware"], true);
+        if want == "allowed" {
+            assert_eq!(log[1].kind, "tool.call");
+            assert_eq!(
+                log[1].data["subject"]["op"], "scan",
+                "tool.call names the subject too"
+            );
+        } else {
+            assert!(
+                matches!(&out, CallOutcome::Refused { text, .. } if text.contains("all hardware")),
+                "{out:?}"
+            );
+        }
+    }
+    // Not hardware: a low-risk call under readonly still runs.
+    assert_eq!(
+        decide_for(Autonomy::Readonly, Risk::Low, false),
+        Decision::Allow
+    );
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_refused_at_every_level_without_asking() {
+    for autonomy in [Autonomy::Readonly, Autonomy::Supervised, Autonomy::Full] {
+        let fx = fx();
+        let approver = answer(true);
+        let gate = fx.gate(autonomy, approver.clone());
+        let t = Arc::new(HwProbe(Mutex::new(0)));
+        let out = run(&gate, t.clone(), json!({"bad": true})).await;
+        assert_eq!(*t.0.lock().unwrap(), 0, "{autonomy:?}: nothing runs");
+        assert!(approver.asked.lock().unwrap().is_empty(), "nobody is asked");
+        let CallOutcome::Refused { refusal, text } = out else {
+            panic!("{autonomy:?} ran: {out:?}")
+        };
+        assert_eq!(refusal, Refusal::Invalid);
+        assert!(text.contains("0x80 is not a 7-bit address"), "{text}");
+        let log = fx.audit.log(None, None).unwrap();
+        assert_eq!(log.len(), 1, "one gate.decision entry, no tool.call");
+        assert_eq!(log[0].kind, "gate.decision");
+        assert_eq!(log[0].data["decision"], "invalid");
+    }
+    let e = explain(&[], &HwProbe(Mutex::new(0)), &json!({"bad": true}));
+    assert!(e.decisions.iter().all(|d| d.decision == "block"), "{e:?}");
+}
