@@ -48,6 +48,12 @@ pub struct Hardware {
     capture_seq: AtomicU64,
 }
 
+// Callers share one Hardware across tasks (Arc) and spawn_blocking.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Hardware>();
+};
+
 impl Hardware {
     /// Sim board → a SimBoard from `cfg.sim`; Linux boards → lazily opened
     /// Linux backends (Unsupported on other operating systems).

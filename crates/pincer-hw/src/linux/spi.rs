@@ -1,7 +1,12 @@
-//! `/dev/spidevB.C` through spidev.
+//! `/dev/spidevB.C` through spidev: one full-duplex SPI_IOC_MESSAGE per
+//! transfer, at the mode, speed and word size already configured on the
+//! device (device tree / a previous user). We do not change them: a wrong
+//! mode from an agent could confuse another user of the device.
 
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsFd;
 
+use super::ioctl;
 use crate::bus::{BusInfo, SpiBus};
 use crate::error::HwError;
 use crate::validate::SpiData;
@@ -10,7 +15,6 @@ use crate::validate::SpiData;
 #[derive(Debug)]
 pub struct LinuxSpi {
     device: String,
-    #[allow(dead_code)]
     file: File,
 }
 
@@ -28,18 +32,38 @@ impl LinuxSpi {
 
 impl SpiBus for LinuxSpi {
     fn info(&mut self) -> Result<BusInfo, HwError> {
+        let (mode, speed, bits) = ioctl::spi_settings(self.file.as_fd())
+            .map_err(|e| HwError::io("SPI_IOC_RD_*", &self.device, e))?;
         Ok(BusInfo {
             name: self.device.trim_start_matches("/dev/").to_string(),
             device: Some(self.device.clone()),
             backend: "linux",
-            detail: serde_json::Value::Null,
+            detail: serde_json::json!({
+                "mode": mode & 0x3,
+                "mode_bits": format!("0x{mode:x}"),
+                "max_speed_hz": speed,
+                // 0 means the kernel default of 8.
+                "bits_per_word": if bits == 0 { 8 } else { bits },
+            }),
         })
     }
 
-    fn transfer(&mut self, _tx: &SpiData) -> Result<Vec<u8>, HwError> {
-        Err(HwError::Unsupported(format!(
-            "{}: the spidev backend is not built yet",
-            self.device
-        )))
+    fn transfer(&mut self, tx: &SpiData) -> Result<Vec<u8>, HwError> {
+        let mut rx = vec![0u8; tx.bytes().len()];
+        ioctl::spi_transfer(self.file.as_fd(), tx.bytes(), &mut rx)
+            .map_err(|e| HwError::io("SPI_IOC_MESSAGE", &self.device, e))?;
+        Ok(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn missing_device_names_it() {
+        let e = LinuxSpi::open(9, 9).unwrap_err();
+        assert!(e.to_string().contains("/dev/spidev9.9"), "{e}");
     }
 }
