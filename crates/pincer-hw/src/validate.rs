@@ -46,9 +46,17 @@ impl I2cAddr {
 
     /// Parses "0x48", "0X48" or decimal "72".
     pub fn parse(s: &str) -> Result<Self, HwError> {
-        let n = parse_number("address", s, 0x7F)?;
-        // parse_number bounded it by 0x7F.
-        Self::new(u8::try_from(n).unwrap_or(u8::MAX))
+        let n = parse_number("address", s, u32::MAX)?;
+        match u8::try_from(n) {
+            Ok(v) => Self::new(v),
+            Err(_) => Err(HwError::invalid(
+                "address",
+                format!(
+                    "{:?} is outside 0x03-0x77: I2C addresses are 7 bits",
+                    s.trim()
+                ),
+            )),
+        }
     }
 
     pub fn get(self) -> u8 {
