@@ -66,7 +66,7 @@ pub trait I2cBus: Send {
         register: Option<u8>,
         len: ReadLen,
     ) -> Result<I2cRead, HwError>;
-    /// Raw write; by convention data[0] is the register/pointer byte.
+    /// Raw write; by convention `data[0]` is the register/pointer byte.
     fn write(&mut self, addr: I2cAddr, data: &WriteData) -> Result<TransferPath, HwError>;
 }
 

@@ -1,6 +1,6 @@
 //! The `[hardware]` table of config.toml, parsed strictly from a
 //! `toml::Value` the binary hands over (None when the table is absent).
-//! Every error names the dotted field, e.g. "hardware.sim.devices[1].address".
+//! Every error names the dotted field, e.g. `hardware.sim.devices[1].address`.
 //!
 //! ```toml
 //! [hardware]

@@ -36,8 +36,8 @@ pub enum HwError {
     /// SMBus-only adapter; SPI on a board with none).
     #[error("{0}")]
     Unsupported(String),
-    /// Bad [hardware] config; `field` is a dotted path like
-    /// "hardware.sim.devices[1].address".
+    /// Bad `[hardware]` config; `field` is a dotted path like
+    /// `hardware.sim.devices[1].address`.
     #[error("config {field}: {message}")]
     Config { field: String, message: String },
     #[error("camera: rate limited, try again in {retry_after_ms} ms")]

@@ -135,7 +135,7 @@ impl ReadLen {
     }
 }
 
-/// Bytes for an I2C write: 1..=MAX_WRITE; by convention data[0] is the
+/// Bytes for an I2C write: 1..=MAX_WRITE; by convention `data[0]` is the
 /// register/pointer byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteData(Vec<u8>);

@@ -123,7 +123,7 @@ pub fn plan_read(f: u64, register: Option<u8>, len: usize) -> Result<ReadPlan, H
     }
 }
 
-/// Chooses the write path for `len` bytes (data[0] is the register).
+/// Chooses the write path for `len` bytes (`data[0]` is the register).
 pub fn plan_write(f: u64, len: usize) -> Result<WritePlan, HwError> {
     use funcs::*;
     if has(f, I2C) {

@@ -12,7 +12,7 @@
 //!   conversion completes instantly here) and 0 otherwise; AL follows
 //!   comparator mode on the fixed temperature: alert while temp ≥ T_HIGH,
 //!   AL = alert XOR !POL.
-//! - Writes: [ptr] sets the pointer; [ptr, msb, lsb] writes config/T_LOW/
+//! - Writes: `[ptr]` sets the pointer; `[ptr, msb, lsb]` writes config/T_LOW/
 //!   T_HIGH; a write to 0x00 only moves the pointer (the chip ignores the
 //!   data); [ptr, msb] (one data byte) only moves the pointer; bytes after
 //!   the second data byte are ignored.
