@@ -77,6 +77,10 @@ pub struct Config {
     pub providers: Vec<ProviderConfig>,
     /// `[[hooks]]`, in file order (interceptors run in this order).
     pub hooks: Vec<HookConfig>,
+    /// The `[hardware]` table as written. `pincer-hw` validates it (this
+    /// crate knows no buses); the binary does so before any hardware is
+    /// opened, with errors naming the field.
+    pub hardware: Option<toml::Value>,
 }
 
 /// One `[[hooks]]` entry (HK1): an external command, as an argv list.
@@ -195,6 +199,7 @@ impl Default for Config {
             },
             providers: Vec::new(),
             hooks: Vec::new(),
+            hardware: None,
         }
     }
 }
@@ -286,6 +291,28 @@ deny_commands = []
 # model = "claude-sonnet-4-5"
 # api_key_env = "ANTHROPIC_API_KEY"
 # headers = { "anthropic-beta" = "..." }
+
+# Hardware (I2C, SPI, GPIO, camera). The board is PINCER_BOARD, else `board`
+# below, else the device tree (Jetson Orin Nano, Raspberry Pi Zero 2 W); with
+# no device tree it is the simulated board, and the agent then gets no
+# hardware tools unless the board is named. Every agent call is gated (a
+# scan is low risk, a read medium, a write high; readonly blocks all of it)
+# and audited; `pincer hw ...` is recorded as human:cli.
+#
+# [hardware]
+# board = "auto"               # auto | sim | jetson | rpi
+# i2c_bus = 1                  # /dev/i2c-1 (default: the board's)
+# spi_device = "0.0"           # /dev/spidev0.0
+# camera_min_interval_ms = 2000
+#
+# The simulated board; without `devices` it carries a temperature sensor at
+# 0x48 (23.5 C), pressure at 0x49 (1013 hPa) and humidity at 0x4A (45 %).
+# [hardware.sim]
+# devices = [
+#   { address = "0x48", kind = "tmp102", celsius = 23.5 },
+#   { address = "0x50", kind = "registers", registers = { "0x00" = "0x12" } },
+# ]
+# gpio = [{ pin = 7, level = 1 }]
 "#;
 
 /// A configuration that cannot be used.
@@ -319,6 +346,7 @@ struct RawConfig {
     providers: std::collections::BTreeMap<String, Spanned<RawProvider>>,
     #[serde(default)]
     hooks: Vec<Spanned<RawHook>>,
+    hardware: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -430,7 +458,10 @@ impl Config {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let mut cfg = Config::default();
+        let mut cfg = Config {
+            hardware: raw.hardware.clone(),
+            ..Config::default()
+        };
         if let Some(f) = raw.session.fsync {
             cfg.session.fsync = f;
         }

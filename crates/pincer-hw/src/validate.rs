@@ -236,14 +236,14 @@ pub fn parse_hex_bytes(field: &'static str, s: &str) -> Result<Vec<u8>, HwError>
         .collect()
 }
 
-/// "17 80": upper-case hex bytes separated by spaces.
+/// "17 80": lower-case hex bytes separated by spaces (like the addresses, "0x4a").
 pub fn hex_string(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 3);
     for (i, b) in bytes.iter().enumerate() {
         if i > 0 {
             out.push(' ');
         }
-        out.push_str(&format!("{b:02X}"));
+        out.push_str(&format!("{b:02x}"));
     }
     out
 }

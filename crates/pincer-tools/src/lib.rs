@@ -3,7 +3,8 @@
 //! Owns the [`Workspace`] (the one directory the file tools may touch, with
 //! `..`, symlink escapes and pincer's own state refused — DESIGN TL1), the
 //! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
-//! `shell` tool (TL2; no OS sandbox yet, see [`shell`]).
+//! `shell` tool (TL2; no OS sandbox yet, see [`shell`]), the memory tools
+//! and, with the `hw` feature, the hardware tools (`hw`, over `pincer-hw`).
 //!
 //! It does not decide policy: each tool only *declares* the risk of a call
 //! ([`pincer_core::tool::Tool::assess`]; the shell tool asks the gate's
@@ -14,6 +15,8 @@
 
 mod args;
 pub mod files;
+#[cfg(feature = "hw")]
+pub mod hw;
 pub mod memory;
 pub mod shell;
 pub mod workspace;

@@ -39,6 +39,7 @@ struct Step {
 struct Report {
     home: String,
     kept: bool,
+    hardware: crate::demo_hw::HwStory,
     agent: AgentStory,
     steps: Vec<Step>,
 }
@@ -196,7 +197,7 @@ fn render_agent(a: &AgentStory, out: &mut String) {
     use std::fmt::Write as _;
     let _ = writeln!(
         out,
-        "Part 1: an agent session. The model is scripted; the file and shell tools, the\n\
+        "Part 2: an agent session. The model is scripted; the file and shell tools, the\n\
          policy gate (autonomy = {}), the audit trail and the session store are real.\n",
         a.autonomy
     );
@@ -310,16 +311,18 @@ fn sensor_turn(i: usize) -> Vec<Message> {
 
 pub fn run(json_out: bool, keep: bool) -> Result<ExitCode> {
     let home = TempHome::new()?;
-    let result = agent_story(&home.0).and_then(|agent| Ok((agent, story(&home.0)?)));
+    let result = crate::demo_hw::story(&home.0)
+        .and_then(|hw| Ok((hw, agent_story(&home.0)?, story(&home.0)?)));
     let kept = keep || result.is_err();
     if !kept {
         // Best effort: a leftover temp dir is harmless and named in the output.
         let _ = std::fs::remove_dir_all(&home.0);
     }
-    let (agent, steps) = result?;
+    let (hardware, agent, steps) = result?;
     let report = Report {
         home: home.0.display().to_string(),
         kept,
+        hardware,
         agent,
         steps,
     };
@@ -344,10 +347,11 @@ fn render(r: &Report) -> String {
             ", removed afterwards"
         }
     );
+    crate::demo_hw::render(&r.hardware, &mut out);
     render_agent(&r.agent, &mut out);
     let _ = writeln!(
         out,
-        "Part 2: the session store under crashes, and turn-boundary trimming.\n"
+        "Part 3: the session store under crashes, and turn-boundary trimming.\n"
     );
     for (i, s) in r.steps.iter().enumerate() {
         let _ = writeln!(out, "{}. {}", i + 1, s.title);

@@ -48,6 +48,9 @@ struct Report {
     memory_search: &'static str,
     /// Memory pages, pinned pages, and pages that could not be read.
     memory_pages: Result<(usize, usize, usize), String>,
+    /// HW3: the board, how it was chosen, and whether the agent gets the
+    /// hardware tools; or the `[hardware]` / `PINCER_BOARD` error.
+    hardware: Result<String, String>,
     providers: Vec<ProviderStatus>,
     /// What `pincer agent` would use now, or why it cannot start.
     agent_provider: Result<String, String>,
@@ -154,7 +157,34 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
             (pages.len(), pinned, problems.len())
         })
         .map_err(|e| e.to_string());
+    let hardware = crate::wiring::hardware(ctx, &env)
+        .map(|hw| {
+            let d = hw.detection();
+            if let Some(w) = &d.warning {
+                degraded.push(format!("hardware: {w}"));
+            }
+            let fallback = matches!(
+                d.source,
+                pincer_hw::DetectSource::NoDeviceTree
+                    | pincer_hw::DetectSource::UnknownDeviceTree { .. }
+            );
+            format!(
+                "{} (from {}); agent hardware tools: {}",
+                d.board.name,
+                serde_json::to_value(&d.source)
+                    .ok()
+                    .and_then(|v| v["source"].as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                if fallback {
+                    "off (no board detected; set PINCER_BOARD=sim to try the simulated one)"
+                } else {
+                    "on"
+                }
+            )
+        })
+        .map_err(|e| format!("{e:#}"));
     let report = Report {
+        hardware,
         memory_search: if pincer_memory::fts5_available() {
             "fts5"
         } else {
@@ -272,6 +302,14 @@ fn render(r: &Report) -> String {
         }
         Err(e) => {
             let _ = writeln!(o, "memory:    ERROR {e}");
+        }
+    }
+    match &r.hardware {
+        Ok(h) => {
+            let _ = writeln!(o, "hardware:  {h}");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "hardware:  ERROR {e}");
         }
     }
     match &r.approvals_waiting {

@@ -6,8 +6,10 @@ mod agent_cmd;
 mod approvals_cmd;
 mod audit_cmd;
 mod demo;
+mod demo_hw;
 mod doctor;
 mod handoff;
+mod hw_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod session_cmd;
@@ -96,6 +98,11 @@ enum Command {
     /// What the policy gate decides, and why.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCmd),
+    /// The board's I2C, SPI, GPIO and camera, for a person at the terminal
+    /// (recorded in the audit trail as human:cli). `PINCER_BOARD=sim` is the
+    /// simulated board.
+    #[command(subcommand)]
+    Hw(hw_cmd::HwCmd),
 }
 
 /// Everything the commands need from the environment, read once.
@@ -206,6 +213,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Hw(cmd) => {
+            let ctx = load_ctx(cli.home)?;
+            let env = wiring::Env::read(&ctx);
+            hw_cmd::run(&ctx, &env, cmd)
+        }
     }
 }
 

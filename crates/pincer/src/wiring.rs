@@ -33,6 +33,8 @@ pub struct Env {
     pub shell: ShellEnv,
     /// PATH, HOME and LANG for external hooks' cleared environment.
     pub hooks: HookEnv,
+    /// `PINCER_BOARD`: `sim`, `jetson`, `rpi` or `auto` (HW3).
+    pub board: Option<String>,
 }
 
 impl std::fmt::Debug for Env {
@@ -75,6 +77,7 @@ impl Env {
             keys,
             shell: ShellEnv::from_vars(std::env::vars_os()),
             hooks: HookEnv::from_vars(std::env::vars_os()),
+            board: std::env::var("PINCER_BOARD").ok(),
         }
     }
 
@@ -336,7 +339,48 @@ pub fn tools_for(
         &ctx.config.policy.deny_commands,
     );
     tools.extend(memory_tools(ctx));
+    tools.extend(hardware_tools(ctx, env, false)?);
     Ok(tools)
+}
+
+/// The board (HW3: `PINCER_BOARD`, else `[hardware] board`, else the
+/// device tree; no device tree is the simulated board) and its buses,
+/// opened lazily. A bad `[hardware]` table is an error naming the field.
+pub fn hardware(ctx: &Ctx, env: &Env) -> Result<Arc<pincer_hw::Hardware>> {
+    let cfg = pincer_hw::HardwareConfig::from_toml(ctx.config.hardware.as_ref())
+        .with_context(|| format!("{}", ctx.home.config_path().display()))?;
+    let detection = pincer_hw::detect(
+        env.board.as_deref(),
+        &cfg.board,
+        std::path::Path::new(pincer_hw::DEVICE_TREE_COMPATIBLE),
+    )?;
+    Ok(Arc::new(pincer_hw::Hardware::open(&cfg, detection)?))
+}
+
+/// The seven hardware tools (HW4) over [`hardware`]; pictures go to
+/// PINCER_HOME/camera. A board chosen only because there is no device tree
+/// we know (a server, a laptop) gives the agent no hardware tools: a model
+/// must not take simulated sensors for the room's. `PINCER_BOARD=sim` or
+/// `[hardware] board = "sim"` offers the simulated board on purpose.
+fn hardware_tools(
+    ctx: &Ctx,
+    env: &Env,
+    fallback_too: bool,
+) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
+    let hw = hardware(ctx, env)?;
+    if !fallback_too
+        && matches!(
+            hw.detection().source,
+            pincer_hw::DetectSource::NoDeviceTree
+                | pincer_hw::DetectSource::UnknownDeviceTree { .. }
+        )
+    {
+        return Ok(Vec::new());
+    }
+    Ok(pincer_tools::hw::hardware_tools(
+        hw,
+        ctx.home.root().join("camera"),
+    ))
 }
 
 /// `memory_search` and `memory_write` over PINCER_HOME/memory.
@@ -365,6 +409,8 @@ pub fn assess_only_tools(ctx: &Ctx, env: &Env) -> Result<Vec<Arc<dyn pincer_core
         &ctx.config.policy.deny_commands,
     );
     tools.extend(memory_tools(ctx));
+    // Judging a call needs the tool, whichever board was found.
+    tools.extend(hardware_tools(ctx, env, true)?);
     Ok(tools)
 }
 

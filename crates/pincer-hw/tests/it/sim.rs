@@ -41,11 +41,11 @@ fn tmp102_at(celsius: f64) -> Hardware {
 fn tmp102_temperature_encoding() {
     for (c, bytes, text) in [
         (23.5, "17 80", "23.5 °C"),
-        (-25.0, "E7 00", "-25 °C"),
+        (-25.0, "e7 00", "-25 °C"),
         (0.0625, "00 10", "0.0625 °C"),
         (0.0, "00 00", "0 °C"),
-        (-0.0625, "FF F0", "-0.0625 °C"),
-        (127.9375, "7F F0", "127.9375 °C"),
+        (-0.0625, "ff f0", "-0.0625 °C"),
+        (127.9375, "7f f0", "127.9375 °C"),
     ] {
         let hw = tmp102_at(c);
         assert_eq!(rd(&hw, 0x48, Some(0x00), 2), bytes, "{c} °C");
@@ -61,8 +61,8 @@ fn tmp102_temperature_encoding() {
 fn tmp102_registers_and_pointer() {
     let hw = tmp102_at(23.5);
     // Power-on values.
-    assert_eq!(rd(&hw, 0x48, Some(0x01), 2), "60 A0");
-    assert_eq!(rd(&hw, 0x48, Some(0x02), 2), "4B 00");
+    assert_eq!(rd(&hw, 0x48, Some(0x01), 2), "60 a0");
+    assert_eq!(rd(&hw, 0x48, Some(0x02), 2), "4b 00");
     assert_eq!(rd(&hw, 0x48, Some(0x03), 2), "50 00");
     // The pointer stays at the last register: a plain read reads T_HIGH.
     assert_eq!(rd(&hw, 0x48, None, 2), "50 00");
@@ -81,8 +81,8 @@ fn tmp102_registers_and_pointer() {
     assert_eq!(rd(&hw, 0x48, None, 2), "17 80");
     // Config write/read back: read-only bits (R1 R0, AL) keep their values.
     wr(&hw, 0x48, &[0x01, 0x60, 0xB0]); // EM = 1: extended 13-bit mode
-    assert_eq!(rd(&hw, 0x48, Some(0x01), 2), "60 B0");
-    assert_eq!(rd(&hw, 0x48, Some(0x00), 2), "0B C1"); // 23.5 °C in 13-bit format
+    assert_eq!(rd(&hw, 0x48, Some(0x01), 2), "60 b0");
+    assert_eq!(rd(&hw, 0x48, Some(0x00), 2), "0b c1"); // 23.5 °C in 13-bit format
     assert_eq!(
         hw.decode(addr(0x48), Some(0), &[0x0B, 0xC1]).as_deref(),
         Some("23.5 °C")
@@ -123,7 +123,7 @@ fn default_board_scan_and_readings() {
         );
     }
     assert_eq!(rd(&hw, 0x49, Some(0x0F), 1), "50");
-    assert_eq!(rd(&hw, 0x4A, Some(0x00), 3), "11 94 FF");
+    assert_eq!(rd(&hw, 0x4A, Some(0x00), 3), "11 94 ff");
     assert_eq!(hw.default_i2c_bus(), None);
 }
 
@@ -219,9 +219,9 @@ fn register_map_device() {
     .unwrap();
     let hw = sim_hw(&cfg);
     assert_eq!(hw.i2c_scan(None).unwrap().1, vec![addr(0x50)]);
-    assert_eq!(rd(&hw, 0x50, Some(0), 4), "12 34 56 FF");
+    assert_eq!(rd(&hw, 0x50, Some(0), 4), "12 34 56 ff");
     wr(&hw, 0x50, &[0x03, 0xAB, 0xCD]);
-    assert_eq!(rd(&hw, 0x50, Some(2), 4), "56 AB CD FF");
+    assert_eq!(rd(&hw, 0x50, Some(2), 4), "56 ab cd ff");
     // Auto-increment continues from where the last read stopped.
     assert_eq!(rd(&hw, 0x50, Some(0), 1), "12");
     assert_eq!(rd(&hw, 0x50, None, 1), "34");
@@ -234,7 +234,7 @@ fn clones_share_state_and_info_reports_the_sim() {
     let a = hw.sim().unwrap().clone();
     assert!(a.set_celsius(addr(0x48), -10.0));
     assert!(!a.set_celsius(addr(0x49), 1.0));
-    assert_eq!(rd(&hw, 0x48, Some(0), 2), "F6 00");
+    assert_eq!(rd(&hw, 0x48, Some(0), 2), "f6 00");
     hw.sim().unwrap().clear_transactions();
     let info = hw.info();
     assert_eq!(info["board"]["kind"], "sim");

@@ -3,6 +3,8 @@
 
 mod escape;
 mod files;
+#[cfg(feature = "hw")]
+mod hw;
 mod protected;
 mod shell;
 mod support;

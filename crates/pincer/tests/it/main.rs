@@ -4,6 +4,7 @@
 mod agent;
 mod audit;
 mod cli;
+mod hw;
 mod memory;
 mod policy;
 mod session;

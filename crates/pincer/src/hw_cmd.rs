@@ -1,0 +1,317 @@
+//! `pincer hw info|scan|read|write|gpio|spi|camera` (DESIGN HW5): the same
+//! validated operations the agent's hardware tools run, for a person at
+//! the terminal. People are not gated, but every attempt is recorded: an
+//! `hw.op` entry (actor `human:cli`) before the bus is touched, and an
+//! `hw.result` entry with the outcome. Bad input exits 2 with an error
+//! naming the argument, is recorded as `invalid`, and touches no bus.
+
+use crate::Ctx;
+use crate::audit_cmd::HUMAN_CLI;
+use crate::wiring::{self, Env};
+use anyhow::Result;
+use pincer_core::audit::Audit;
+use pincer_hw::{Hardware, HwError};
+use pincer_tools::hw::{Facts, HwKind, parse_request};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Audit kinds of a person's hardware operations.
+pub const KIND_HW_OP: &str = "hw.op";
+pub const KIND_HW_RESULT: &str = "hw.result";
+
+#[derive(clap::Subcommand, Debug)]
+pub enum HwCmd {
+    /// The board, how it was detected, its buses and its pin table.
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which I2C addresses (0x08-0x77) answer.
+    Scan {
+        /// I2C bus N of /dev/i2c-N (default: the board's).
+        #[arg(long, value_name = "N")]
+        bus: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read bytes from an I2C device, optionally from a register.
+    Read {
+        /// 7-bit address, e.g. 0x48.
+        address: String,
+        #[arg(long, value_name = "REG")]
+        register: Option<String>,
+        /// Bytes to read, 1-256.
+        #[arg(long, value_name = "N", default_value = "1")]
+        len: String,
+        #[arg(long, value_name = "N")]
+        bus: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write bytes (hex) to an I2C device; the first is the register.
+    Write {
+        address: String,
+        /// Bytes as hex: `0x00 0x17 0x80` or `001780`.
+        #[arg(required = true, num_args = 1..)]
+        data: Vec<String>,
+        #[arg(long, value_name = "N")]
+        bus: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read or drive a GPIO pin by its header number.
+    #[command(subcommand)]
+    Gpio(GpioCmd),
+    /// Full-duplex SPI transfer of hex bytes.
+    Spi {
+        #[arg(required = true, num_args = 1..)]
+        data: Vec<String>,
+        /// spidev bus.chip-select, e.g. 0.0 (default: the board's).
+        #[arg(long, value_name = "B.C")]
+        device: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take one picture (the sim board generates one).
+    Camera {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum GpioCmd {
+    Read {
+        pin: String,
+        #[arg(long)]
+        json: bool,
+    },
+    Write {
+        pin: String,
+        /// 0/1, low/high.
+        level: String,
+        /// Keep the line driven this long before exiting (the kernel
+        /// releases a line when its holder exits).
+        #[arg(long, value_name = "MS")]
+        hold_ms: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Exit code for bad input (clap's own usage errors use 2 as well).
+const EXIT_INVALID: u8 = 2;
+
+fn is_input_error(e: &HwError) -> bool {
+    matches!(e, HwError::Invalid { .. } | HwError::Pinmux { .. })
+}
+
+pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
+    let audit = wiring::open_audit(ctx)?;
+    let hw = wiring::hardware(ctx, env)?;
+    let facts = Facts::of(&hw);
+    let (kind, args, json_out, hold) = match cmd {
+        HwCmd::Info { json } => return info(&audit, &hw, json),
+        HwCmd::Scan { bus, json } => (HwKind::I2cScan, obj(&[("bus", bus)]), json, None),
+        HwCmd::Read {
+            address,
+            register,
+            len,
+            bus,
+            json,
+        } => (
+            HwKind::I2cRead,
+            obj(&[
+                ("address", Some(address)),
+                ("register", register),
+                ("length", Some(len)),
+                ("bus", bus),
+            ]),
+            json,
+            None,
+        ),
+        HwCmd::Write {
+            address,
+            data,
+            bus,
+            json,
+        } => (
+            HwKind::I2cWrite,
+            obj(&[
+                ("address", Some(address)),
+                ("data", Some(data.join(" "))),
+                ("bus", bus),
+            ]),
+            json,
+            None,
+        ),
+        HwCmd::Spi { data, device, json } => (
+            HwKind::SpiTransfer,
+            obj(&[("data", Some(data.join(" "))), ("device", device)]),
+            json,
+            None,
+        ),
+        HwCmd::Camera { json } => (HwKind::CameraCapture, json!({}), json, None),
+        HwCmd::Gpio(GpioCmd::Read { pin, json }) => {
+            (HwKind::GpioRead, obj(&[("pin", Some(pin))]), json, None)
+        }
+        HwCmd::Gpio(GpioCmd::Write {
+            pin,
+            level,
+            hold_ms,
+            json,
+        }) => {
+            let hold = match hold_ms {
+                None => None,
+                Some(s) => match s.parse::<u64>() {
+                    Ok(ms) if ms <= 3_600_000 => Some(Duration::from_millis(ms)),
+                    _ => {
+                        eprintln!(
+                            "error: --hold-ms: `{s}` is not a number of milliseconds (0-3600000)"
+                        );
+                        return Ok(ExitCode::from(EXIT_INVALID));
+                    }
+                },
+            };
+            (
+                HwKind::GpioWrite,
+                obj(&[("pin", Some(pin)), ("level", Some(level))]),
+                json,
+                hold,
+            )
+        }
+    };
+    let name = kind.name();
+    let request = match parse_request(kind, &args, &facts) {
+        Ok(r) => r,
+        Err(e) => {
+            audit.append(
+                HUMAN_CLI,
+                KIND_HW_OP,
+                json!({
+                    "op": name,
+                    "arguments": args,
+                    "risk": kind.risk(),
+                    "decision": "invalid",
+                    "error": e.to_string(),
+                }),
+            )?;
+            return fail(name, &e, json_out);
+        }
+    };
+    audit.append(
+        HUMAN_CLI,
+        KIND_HW_OP,
+        json!({
+            "op": name,
+            "arguments": args,
+            "subject": request.subject(&facts),
+            "risk": request.risk(),
+            "decision": "allowed",
+            "by": "a person at the terminal (people are recorded, not gated)",
+        }),
+    )?;
+    let camera_dir = ctx.home.root().join("camera");
+    let outcome = request.run_blocking(&hw, &facts, &camera_dir);
+    let mut result = json!({"op": name, "subject": request.subject(&facts)});
+    match &outcome {
+        Ok(o) => {
+            result["status"] = json!("ok");
+            result["result"] = o.json.clone();
+        }
+        Err(e) => {
+            result["status"] = json!("error");
+            result["error"] = json!(e.to_string());
+        }
+    }
+    audit.append(HUMAN_CLI, KIND_HW_RESULT, result)?;
+    match outcome {
+        Ok(o) => {
+            if json_out {
+                println!("{}", o.json);
+            } else {
+                println!("{}", o.text);
+            }
+            if let Some(d) = hold {
+                // Said before the wait, so a script can act while it holds.
+                println!("holding the line for {} ms", d.as_millis());
+                std::io::stdout().flush()?;
+                std::thread::sleep(d);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => fail(name, &e, json_out),
+    }
+}
+
+fn fail(name: &str, e: &HwError, json_out: bool) -> Result<ExitCode> {
+    if json_out {
+        println!(
+            "{}",
+            json!({"op": name, "error": e.to_string(), "field": e.field()})
+        );
+    }
+    eprintln!("error: {name}: {e}");
+    Ok(if is_input_error(e) {
+        ExitCode::from(EXIT_INVALID)
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A JSON object of the given string arguments (absent ones left out); the
+/// request parser reads numbers given as strings, so every field is
+/// checked by the same code the agent's tools use.
+fn obj(pairs: &[(&str, Option<String>)]) -> Value {
+    let map = pairs
+        .iter()
+        .filter_map(|(k, v)| {
+            v.as_ref()
+                .map(|v| ((*k).to_string(), Value::from(v.as_str())))
+        })
+        .collect();
+    Value::Object(map)
+}
+
+fn info(audit: &Audit, hw: &Hardware, json_out: bool) -> Result<ExitCode> {
+    let info = hw.info();
+    audit.append(
+        HUMAN_CLI,
+        KIND_HW_OP,
+        json!({"op": "hw_info", "risk": "low", "decision": "allowed", "board": hw.board().name}),
+    )?;
+    if json_out {
+        println!("{info}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let d = hw.detection();
+    println!("board: {} ({:?})", d.board.name, d.board.kind);
+    println!(
+        "detected from: {}",
+        serde_json::to_value(&d.source)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    );
+    if let Some(w) = &d.warning {
+        println!("warning: {w}");
+    }
+    match hw.default_i2c_bus() {
+        Some(n) => println!("i2c: /dev/i2c-{n}"),
+        None if hw.sim().is_some() => println!("i2c: simulated bus"),
+        None => println!("i2c: no default bus (set [hardware] i2c_bus)"),
+    }
+    println!("gpio pins:");
+    for p in d.board.pins {
+        let what = match &p.function {
+            pincer_hw::PinFunction::Gpio { chip, line, name } => {
+                format!("{name} ({chip} line {line})")
+            }
+            pincer_hw::PinFunction::Special(f) => format!("{f} (special function)"),
+            pincer_hw::PinFunction::Power(f) => f.to_string(),
+        };
+        println!("  {:>2}  {what}", p.pin);
+    }
+    Ok(ExitCode::SUCCESS)
+}
