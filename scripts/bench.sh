@@ -38,6 +38,13 @@ echo "pincer agent idle at its prompt: VmRSS $(awk '/VmRSS/ {print $2, $3}' /pro
 wait "$agent_pid" || true
 rm -rf "$home"
 
+echo "== a person's hardware read on the simulated board (process start, board, two audited entries)"
+hwhome=$(mktemp -d)
+hyperfine -N --warmup 3 --runs 30 "env PINCER_HOME=$hwhome PINCER_BOARD=sim $bin hw read 0x48 --register 0 --len 2" 2>&1 | sed -n '1,4p'
+rss=$( { /usr/bin/time -v env PINCER_HOME="$hwhome" PINCER_BOARD=sim "$bin" hw read 0x48 --register 0 --len 2 >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+echo "pincer hw read: max RSS ${rss} KiB"
+rm -rf "$hwhome"
+
 echo "== audit verify over 1 000 000 entries (target < 2 s)"
 trail=$(mktemp -d)
 cargo run --release --locked -q -p pincer-core --example audit_fill -- "$trail/audit" 1000000
@@ -57,4 +64,6 @@ if [ "${1:-}" != "--quick" ]; then
   done
   cargo bench --locked -p pincer-memory --bench memory -- --noplot 2>&1 \
     | grep -E '^memory(_slow)?/|time:' || true
+  cargo bench --locked -p pincer-tools --bench hw -- --noplot 2>&1 \
+    | grep -E '^hw/|time:' || true
 fi
