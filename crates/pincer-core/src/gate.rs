@@ -645,6 +645,12 @@ impl Gate {
                 asked["call_hash"] = json!(hash);
                 asked["risk"] = json!(a.risk);
                 asked["why"] = json!(a.why);
+                if let Some(subject) = &a.subject {
+                    asked["subject"] = subject.clone();
+                }
+                if a.hardware {
+                    asked["hardware"] = json!(true);
+                }
                 self.record(&self.actor, "approval.request", asked)?;
                 on_approval(&req);
                 let hook = self.approval_hooks.iter().find(|r| {

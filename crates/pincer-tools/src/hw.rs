@@ -207,7 +207,7 @@ impl Facts {
             board: hw.board().clone(),
             sim: hw.sim().is_some(),
             default_i2c: hw.default_i2c_bus(),
-            default_spi: hw.board().spi_default.and_then(spidev_numbers),
+            default_spi: hw.default_spi_device(),
         }
     }
 }
@@ -275,13 +275,6 @@ pub fn hardware_tools(hw: Arc<Hardware>, camera_dir: PathBuf) -> Vec<Arc<dyn Too
         .collect()
 }
 
-/// `/dev/spidevB.C` → `(B, C)`.
-fn spidev_numbers(path: &str) -> Option<(u8, u8)> {
-    let rest = path.strip_prefix("/dev/spidev")?;
-    let (b, c) = rest.split_once('.')?;
-    Some((b.parse().ok()?, c.parse().ok()?))
-}
-
 fn invalid(field: &'static str, message: impl Into<String>) -> HwError {
     HwError::Invalid {
         field,
@@ -344,7 +337,9 @@ fn bytes_arg(v: &Value) -> Result<Vec<u8>, HwError> {
 fn count_arg(field: &'static str, v: &Value) -> Result<usize, HwError> {
     let n = match v {
         Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse::<u64>().ok(),
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse::<u64>().ok()
+        }
         _ => None,
     };
     n.and_then(|n| usize::try_from(n).ok())
@@ -380,13 +375,24 @@ fn device_arg(v: &Value) -> Result<(u8, u8), HwError> {
     let (b, c) = s
         .split_once('.')
         .ok_or_else(|| invalid("device", format!("`{s}` is not \"bus.cs\" like \"0.0\"")))?;
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|d| d.is_ascii_digit());
     match (b.parse::<u8>(), c.parse::<u8>()) {
-        (Ok(b), Ok(c)) => Ok((b, c)),
+        (Ok(bn), Ok(cn)) if digits(b) && digits(c) => Ok((bn, cn)),
         _ => Err(invalid(
             "device",
             format!("`{s}` is not \"bus.cs\" like \"0.0\""),
         )),
     }
+}
+
+/// Who asks for a hardware operation. An agent may use only the board's
+/// default I2C bus and SPI device (or the configured ones): an injected
+/// agent must not quick-write every address of a PMIC or HDMI bus under the
+/// cover of a low-risk scan. A person at the terminal may name any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Agent,
+    Person,
 }
 
 /// One validated hardware call, from a model's arguments or a person's
@@ -400,7 +406,12 @@ pub struct HwRequest {
 /// Parses `args` for `kind` (JSON as a model sends it; numbers may also be
 /// given as strings, as a command line does) and checks HW2's limits and the
 /// board's pin table. Nothing touches a bus.
-pub fn parse_request(kind: HwKind, args: &Value, facts: &Facts) -> Result<HwRequest, HwError> {
+pub fn parse_request(
+    kind: HwKind,
+    args: &Value,
+    facts: &Facts,
+    caller: Caller,
+) -> Result<HwRequest, HwError> {
     let empty = Map::new();
     let map = match args {
         Value::Object(m) => m,
@@ -433,6 +444,46 @@ pub fn parse_request(kind: HwKind, args: &Value, facts: &Facts) -> Result<HwRequ
     if facts.sim && bus.is_some_and(|b| b != 0) {
         return Err(invalid("bus", "the simulated board has one I2C bus, bus 0"));
     }
+    if caller == Caller::Agent
+        && !facts.sim
+        && let Some(b) = bus
+        && Some(b) != facts.default_i2c
+    {
+        return Err(invalid(
+            "bus",
+            match facts.default_i2c {
+                Some(d) => {
+                    format!("the agent may use only I2C bus {d} ([hardware] i2c_bus), not bus {b}")
+                }
+                None => "no I2C bus is configured for the agent; set [hardware] i2c_bus".into(),
+            },
+        ));
+    }
+    let device = get("device").map(device_arg).transpose()?;
+    if let Some((b, c)) = device {
+        let allowed = if facts.sim {
+            Some((0, 0))
+        } else if caller == Caller::Agent {
+            facts.default_spi
+        } else {
+            Some((b, c))
+        };
+        if allowed != Some((b, c)) {
+            return Err(invalid(
+                "device",
+                match allowed {
+                    Some((ab, ac)) if facts.sim => {
+                        format!("the simulated board has one SPI device, {ab}.{ac}")
+                    }
+                    Some((ab, ac)) => format!(
+                        "the agent may use only SPI device {ab}.{ac} ([hardware] spi_device), not {b}.{c}"
+                    ),
+                    None => "no SPI device is configured for the agent; set [hardware] spi_device"
+                        .into(),
+                },
+            ));
+        }
+    }
     let op = match kind {
         HwKind::I2cScan => Op::Scan { bus },
         HwKind::I2cRead => {
@@ -455,7 +506,7 @@ pub fn parse_request(kind: HwKind, args: &Value, facts: &Facts) -> Result<HwRequ
             data: WriteData::new(bytes_arg(req("data")?)?)?,
         },
         HwKind::SpiTransfer => Op::Spi {
-            device: get("device").map(device_arg).transpose()?,
+            device,
             data: SpiData::new(bytes_arg(req("data")?)?)?,
         },
         HwKind::GpioRead => {
@@ -756,7 +807,7 @@ impl Tool for HwTool {
 
     fn assess(&self, args: &Value) -> Assessment {
         let risk = self.kind.risk();
-        match parse_request(self.kind, args, &self.facts) {
+        match parse_request(self.kind, args, &self.facts, Caller::Agent) {
             Ok(r) => Assessment::new(risk, r.why(&self.facts))
                 .on_hardware()
                 .with_subject(r.subject(&self.facts)),
@@ -772,7 +823,7 @@ impl Tool for HwTool {
             let name = self.kind.name();
             // The gate refuses invalid calls; parsing again is the tool's own
             // guarantee, not a second policy.
-            let r = parse_request(self.kind, permit.args(), &self.facts)
+            let r = parse_request(self.kind, permit.args(), &self.facts, Caller::Agent)
                 .map_err(|e| hw_error(name, &e))?;
             let handle = permit.open(&self.handle).clone();
             let facts = self.facts.clone();

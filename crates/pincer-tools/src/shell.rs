@@ -513,7 +513,12 @@ impl Tool for ShellTool {
         });
         let mut a = Assessment::new(c.risk, c.why);
         a.denied = denied;
-        a.detail = Some(json!({"command": command, "parts": c.parts}));
+        if let Some(what) = &c.hardware {
+            a = a
+                .on_hardware()
+                .with_subject(json!({"op": "shell", "bus": "shell", "touches": what}));
+        }
+        a.detail = Some(json!({"command": command, "parts": c.parts, "hardware": c.hardware}));
         a
     }
 

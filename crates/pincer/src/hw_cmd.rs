@@ -11,7 +11,7 @@ use crate::wiring::{self, Env};
 use anyhow::Result;
 use pincer_core::audit::Audit;
 use pincer_hw::{Hardware, HwError};
-use pincer_tools::hw::{Facts, HwKind, parse_request};
+use pincer_tools::hw::{Caller, Facts, HwKind, parse_request};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
@@ -166,12 +166,21 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
             let hold = match hold_ms {
                 None => None,
                 Some(s) => match s.parse::<u64>() {
-                    Ok(ms) if ms <= 3_600_000 => Some(Duration::from_millis(ms)),
+                    Ok(ms) if ms <= 3_600_000 && s.bytes().all(|b| b.is_ascii_digit()) => {
+                        Some(Duration::from_millis(ms))
+                    }
                     _ => {
-                        eprintln!(
-                            "error: --hold-ms: `{s}` is not a number of milliseconds (0-3600000)"
-                        );
-                        return Ok(ExitCode::from(EXIT_INVALID));
+                        let e = HwError::Invalid {
+                            field: "--hold-ms",
+                            message: format!("`{s}` is not a number of milliseconds (0-3600000)"),
+                        };
+                        record_invalid(
+                            &audit,
+                            HwKind::GpioWrite,
+                            &obj(&[("hold_ms", Some(s))]),
+                            &e,
+                        )?;
+                        return fail(HwKind::GpioWrite.name(), &e, json);
                     }
                 },
             };
@@ -184,20 +193,10 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
         }
     };
     let name = kind.name();
-    let request = match parse_request(kind, &args, &facts) {
+    let request = match parse_request(kind, &args, &facts, Caller::Person) {
         Ok(r) => r,
         Err(e) => {
-            audit.append(
-                HUMAN_CLI,
-                KIND_HW_OP,
-                json!({
-                    "op": name,
-                    "arguments": args,
-                    "risk": kind.risk(),
-                    "decision": "invalid",
-                    "error": e.to_string(),
-                }),
-            )?;
+            record_invalid(&audit, kind, &args, &e)?;
             return fail(name, &e, json_out);
         }
     };
@@ -246,6 +245,22 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
     }
 }
 
+/// Bad input is an attempt too: recorded, and nothing touched a bus.
+fn record_invalid(audit: &Audit, kind: HwKind, args: &Value, e: &HwError) -> Result<()> {
+    audit.append(
+        HUMAN_CLI,
+        KIND_HW_OP,
+        json!({
+            "op": kind.name(),
+            "arguments": args,
+            "risk": kind.risk(),
+            "decision": "invalid",
+            "error": e.to_string(),
+        }),
+    )?;
+    Ok(())
+}
+
 fn fail(name: &str, e: &HwError, json_out: bool) -> Result<ExitCode> {
     if json_out {
         println!(
@@ -276,12 +291,20 @@ fn obj(pairs: &[(&str, Option<String>)]) -> Value {
 }
 
 fn info(audit: &Audit, hw: &Hardware, json_out: bool) -> Result<ExitCode> {
-    let info = hw.info();
+    // Recorded before `info` opens the default I2C bus to ask its functions.
+    let bus = hw.default_i2c_bus().map(|n| format!("/dev/i2c-{n}"));
     audit.append(
         HUMAN_CLI,
         KIND_HW_OP,
-        json!({"op": "hw_info", "risk": "low", "decision": "allowed", "board": hw.board().name}),
+        json!({
+            "op": "hw_info",
+            "risk": "low",
+            "decision": "allowed",
+            "board": hw.board().name,
+            "subject": {"op": "hw_info", "bus": bus.as_deref().unwrap_or(if hw.sim().is_some() { "sim-i2c" } else { "none" })},
+        }),
     )?;
+    let info = hw.info();
     if json_out {
         println!("{info}");
         return Ok(ExitCode::SUCCESS);

@@ -45,8 +45,11 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Walk through the crash-safe session store and turn-boundary trimming
-    /// in a temporary state directory (no API key, no server).
+    /// The main job on embedded defaults, in a temporary state directory (no
+    /// API key, no server): a prompt-injected agent reaching for the
+    /// simulated board's sensors, as other runtimes let it and as pincer's
+    /// gate stops it, with the audit trail; then an agent session, the
+    /// crash-safe session store and turn-boundary trimming.
     Demo {
         /// Print the walkthrough as one JSON document.
         #[arg(long)]

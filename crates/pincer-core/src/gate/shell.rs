@@ -111,6 +111,14 @@ pub struct ShellAssessment {
     /// `Some(reason)` when a deny rule matched: blocked at every autonomy
     /// level.
     pub denied: Option<String>,
+    /// `Some(what)` when the command touches hardware: a device node or
+    /// sysfs tree of a bus, GPIO, camera or sensor, or a program made for
+    /// them (`i2cget`, `gpioset`, `libcamera-still`…). Such a command is at
+    /// least medium risk, and `readonly` blocks it like the hardware tools
+    /// (PO3, HW4): a shell must not be the ungated way to the sensors.
+    /// Seen by its text, so a path built at run time (`/dev/$BUS`, `cd /dev
+    /// && cat i2c-1`) is missed; the OS sandbox is what closes that.
+    pub hardware: Option<String>,
     /// Every simple command found, in order, after unwrapping wrappers.
     /// `program` is empty for a part that runs no program: assignments or
     /// redirections alone, a function definition, text that could not be
@@ -167,7 +175,100 @@ pub fn classify(command: &str, extra_deny: &[String]) -> ShellAssessment {
         denied: None,
     };
     cx.script(command, 0, &Verdict::default());
-    cx.finish()
+    let mut a = cx.finish();
+    if let Some(what) = hardware_use(command, &a.parts) {
+        if a.risk < Risk::Medium {
+            a.risk = Risk::Medium;
+            a.why =
+                format!("it touches hardware ({what}): every hardware access is gated (medium)");
+        }
+        a.hardware = Some(what);
+    }
+    a
+}
+
+/// Device nodes and sysfs trees through which a command reaches a bus, a
+/// GPIO line, a camera or a sensor.
+const HARDWARE_PATHS: &[&str] = &[
+    "/dev/i2c",
+    "/dev/spidev",
+    "/dev/gpiochip",
+    "/dev/gpiomem",
+    "/dev/mem",
+    "/dev/video",
+    "/dev/media",
+    "/dev/v4l",
+    "/dev/iio",
+    "/dev/tty",
+    "/dev/serial",
+    "/dev/hidraw",
+    "/dev/bus/usb",
+    "/sys/class/",
+    "/sys/bus/",
+    "/sys/devices/",
+    "/sys/kernel/config",
+];
+
+/// Programs made to talk to buses, GPIO lines, cameras and sensors.
+const HARDWARE_PROGRAMS: &[&str] = &[
+    "i2cdetect",
+    "i2cget",
+    "i2cset",
+    "i2cdump",
+    "i2ctransfer",
+    "gpiodetect",
+    "gpioinfo",
+    "gpioget",
+    "gpioset",
+    "gpiomon",
+    "gpiofind",
+    "gpionotify",
+    "raspi-gpio",
+    "pinctrl",
+    "spidev_test",
+    "spi-pipe",
+    "libcamera-still",
+    "libcamera-vid",
+    "libcamera-hello",
+    "libcamera-jpeg",
+    "rpicam-still",
+    "rpicam-vid",
+    "rpicam-hello",
+    "rpicam-jpeg",
+    "raspistill",
+    "raspivid",
+    "v4l2-ctl",
+    "fswebcam",
+    "gst-launch-1.0",
+    "nvgstcapture-1.0",
+    "sensors",
+    "minicom",
+    "picocom",
+];
+
+/// What hardware `command` touches, if any: a hardware path in its text, or
+/// a hardware program among its parts (after wrappers are unwrapped).
+pub fn hardware_use(command: &str, parts: &[PartVerdict]) -> Option<String> {
+    if let Some(p) = HARDWARE_PATHS.iter().find(|p| command.contains(*p)) {
+        // `/dev/tty` alone is the controlling terminal, not a serial port.
+        let serial = |c: &str| {
+            c.match_indices("/dev/tty").any(|(i, m)| {
+                c[i + m.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|ch| ch.is_ascii_alphanumeric())
+            })
+        };
+        if *p != "/dev/tty" || serial(command) {
+            return Some(format!("`{p}`"));
+        }
+    }
+    parts.iter().find_map(|part| {
+        let base = part.program.rsplit('/').next().unwrap_or_default();
+        HARDWARE_PROGRAMS
+            .contains(&base)
+            .then(|| format!("`{base}`"))
+    })
 }
 
 /// A risk and the reason for it.
@@ -216,6 +317,7 @@ impl Classifier<'_> {
             risk,
             why,
             denied: self.denied,
+            hardware: None,
             parts: self.parts,
         }
     }

@@ -205,6 +205,23 @@ async fn every_autonomy_level_and_operation_through_the_gate() {
             assert_eq!(d.data["hardware"], true, "{case}");
             assert_eq!(d.data["subject"]["op"], tool, "{case}");
             assert!(d.data["subject"]["bus"].is_string(), "{case}: {}", d.data);
+            match &tx {
+                SimTransaction::I2cRead { len, .. } => {
+                    assert_eq!(d.data["subject"]["address"], "0x48", "{case}");
+                    assert_eq!(d.data["subject"]["bytes_read"], *len, "{case}");
+                }
+                SimTransaction::I2cWrite { data, .. } => {
+                    assert_eq!(d.data["subject"]["address"], "0x48", "{case}");
+                    assert_eq!(d.data["subject"]["bytes_written"], data.len(), "{case}");
+                }
+                SimTransaction::SpiTransfer { len } => {
+                    assert_eq!(d.data["subject"]["bytes_written"], *len, "{case}");
+                }
+                SimTransaction::GpioRead { pin } | SimTransaction::GpioWrite { pin, .. } => {
+                    assert_eq!(d.data["subject"]["pin"], *pin, "{case}");
+                }
+                _ => {}
+            }
             let decision = d.data["decision"].as_str().unwrap();
             let want = match (runs, should_ask) {
                 (true, true) => "approved",
@@ -345,4 +362,69 @@ async fn a_read_returns_the_sensor_value_and_a_failed_read_is_recorded() {
     let failed = log.iter().rfind(|e| e.kind == "tool.call").unwrap();
     assert_eq!(failed.data["status"], "error");
     assert_eq!(failed.data["subject"]["address"], "0x50");
+}
+
+/// On a real board the subject, the approval prompt and the trail name the
+/// configured device — the one the call will open — and an agent may use
+/// only that bus and that SPI device. Nothing is opened to judge a call.
+#[test]
+fn on_a_linux_board_calls_name_the_configured_devices_and_agents_keep_to_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let detection = pincer_hw::detect(Some("rpi"), "auto", Path::new("/nonexistent")).unwrap();
+    let cfg = HardwareConfig {
+        i2c_bus: Some(3),
+        spi_device: Some((1, 1)),
+        ..HardwareConfig::default()
+    };
+    let hw = Arc::new(Hardware::open(&cfg, detection).unwrap());
+    let tools = hardware_tools(hw, tmp.path().join("camera"));
+    let tool = |n: &str| tools.iter().find(|t| t.name() == n).unwrap().clone();
+    let a = tool("spi_transfer").assess(&json!({"data": "00 01"}));
+    assert_eq!(
+        a.subject.as_ref().unwrap()["bus"],
+        "/dev/spidev1.1",
+        "{a:?}"
+    );
+    assert!(a.why.contains("/dev/spidev1.1"), "{}", a.why);
+    let a = tool("i2c_read").assess(&json!({"address": "0x48"}));
+    assert_eq!(a.subject.as_ref().unwrap()["bus"], "/dev/i2c-3");
+    assert!(a.why.contains("/dev/i2c-3"), "{}", a.why);
+    let a = tool("i2c_read").assess(&json!({"address": "0x48", "bus": 3}));
+    assert!(a.invalid.is_none(), "the configured bus is fine: {a:?}");
+    for (name, args, field) in [
+        ("i2c_scan", json!({"bus": 0}), "bus"),
+        ("i2c_read", json!({"address": "0x48", "bus": 7}), "bus"),
+        (
+            "spi_transfer",
+            json!({"data": "00", "device": "0.0"}),
+            "device",
+        ),
+        (
+            "spi_transfer",
+            json!({"data": "00", "device": "+1.+1"}),
+            "device",
+        ),
+    ] {
+        let a = tool(name).assess(&args);
+        let why = a
+            .invalid
+            .unwrap_or_else(|| panic!("{name} {args}: allowed"));
+        assert!(why.contains(field), "{why}");
+    }
+    // A person may name another bus: `pincer hw` parses as Caller::Person.
+    let facts = pincer_tools::hw::Facts::of(
+        &Hardware::open(
+            &cfg,
+            pincer_hw::detect(Some("rpi"), "auto", Path::new("/nonexistent")).unwrap(),
+        )
+        .unwrap(),
+    );
+    let r = pincer_tools::hw::parse_request(
+        pincer_tools::hw::HwKind::I2cScan,
+        &json!({"bus": 0}),
+        &facts,
+        pincer_tools::hw::Caller::Person,
+    )
+    .unwrap();
+    assert_eq!(r.subject(&facts)["bus"], "/dev/i2c-0");
 }

@@ -531,3 +531,32 @@ fn the_demo_tells_the_injection_story_from_real_components() {
         );
     }
 }
+
+#[test]
+fn the_shell_is_gated_like_the_hardware_tools_when_it_touches_hardware() {
+    let tmp = tempfile::tempdir().unwrap();
+    for cmd in [
+        "cat /dev/i2c-1",
+        "i2cget -y 1 0x48 0 w",
+        "cat /sys/class/hwmon/hwmon0/temp1_input",
+    ] {
+        let args = serde_json::json!({ "command": cmd }).to_string();
+        let v = json(&ok(hw(
+            tmp.path(),
+            &["policy", "explain", "shell", &args, "--json"],
+            &[],
+        )));
+        let decision = |level: &str| {
+            v["decisions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["autonomy"] == level)
+                .unwrap()["decision"]
+                .clone()
+        };
+        assert_eq!(decision("readonly"), "block", "{cmd}: {v}");
+        assert_eq!(decision("supervised"), "ask", "{cmd}: {v}");
+        assert!(v["detail"]["hardware"].is_string(), "{cmd}: {v}");
+    }
+}

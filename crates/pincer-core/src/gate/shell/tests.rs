@@ -379,3 +379,46 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn the_shell_is_not_an_ungated_way_to_the_hardware() {
+    let hardware = [
+        "cat /dev/i2c-1",
+        "od -N2 /dev/i2c-1",
+        "head -c 2 /dev/spidev0.0",
+        "cat /sys/class/hwmon/hwmon0/temp1_input",
+        "cat /sys/bus/iio/devices/iio:device0/in_temp_input",
+        "ls /dev/gpiochip*",
+        "echo 1 > /sys/class/gpio/gpio17/value",
+        "i2cget -y 1 0x48 0x00 w",
+        "sudo i2cset -y 1 0x48 0x01 0x60",
+        "env i2cdetect -y 1",
+        "sh -c 'gpioget gpiochip0 17'",
+        "/usr/bin/libcamera-still -o x.jpg",
+        "rpicam-still -o x.jpg",
+        "v4l2-ctl --list-devices",
+        "cat < /dev/ttyUSB0",
+        "ffmpeg -f v4l2 -i /dev/video0 out.jpg",
+    ];
+    for cmd in hardware {
+        let a = classify(cmd, &[]);
+        assert!(a.hardware.is_some(), "{cmd}: not seen as hardware");
+        assert!(a.risk >= Risk::Medium, "{cmd}: {:?}", a.risk);
+    }
+    // A write stays high; the hardware mark never lowers a risk.
+    let a = classify("echo 1 > /sys/class/gpio/gpio17/value", &[]);
+    assert_eq!(a.risk, Risk::High, "{a:?}");
+    let not = [
+        "ls -la",
+        "cat notes.txt 2>/dev/null",
+        "echo hi > /dev/null",
+        "tty",
+        "cat /dev/tty",
+        "grep -r sensors notes/",
+        "cat /proc/cpuinfo",
+    ];
+    for cmd in not {
+        let a = classify(cmd, &[]);
+        assert!(a.hardware.is_none(), "{cmd}: {:?}", a.hardware);
+    }
+}
