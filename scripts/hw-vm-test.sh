@@ -41,8 +41,10 @@
 # (load ~3.5): cold (fresh cache dir and target dir; packages installed,
 # crates fetched) 155 s = downloads 6 + kernel 5 + gpio-sim 15 + pincer
 # build 102 + VM 26; warm 27-29 s (the VM ~25 s of it). A fresh machine adds
-# ~20 s of apt-get install. Profiles for the static build, cold: dev without
-# debug info 2m04, dev 2m14, bench 4m09 (release: fat LTO, slower still).
+# ~20 s of apt-get install. As the last stage of .ci/run on a fresh clone of
+# main: 174 s (pincer build 123 s, VM 20 s) of a 12.5 min .ci/run.
+# Profiles for the static build, cold: dev without debug info 2m04, dev
+# 2m14, bench 4m09 (release: fat LTO, slower still).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
