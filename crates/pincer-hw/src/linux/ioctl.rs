@@ -14,7 +14,9 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use rustix::ioctl::{Getter, IntegerSetter, Opcode, Updater, ioctl, opcode};
+use std::ffi::c_void;
+
+use rustix::ioctl::{Getter, IntegerSetter, Ioctl, IoctlOutput, Opcode, Updater, ioctl, opcode};
 
 // --- i2c-dev -----------------------------------------------------------
 
@@ -148,8 +150,51 @@ pub fn i2c_rdwr(fd: BorrowedFd<'_>, addr: u8, msgs: &mut [Msg<'_>]) -> io::Resul
     // `msgs` for the duration of this call; the kernel writes only into
     // I2C_M_RD buffers, which come from `&mut` slices. `raw` and `msgs`
     // outlive the call.
-    unsafe { ioctl(fd, Updater::<I2C_RDWR, RdwrData>::new(&mut data)) }?;
-    Ok(())
+    let done = unsafe { ioctl(fd, RdwrCall(&mut data)) }?;
+    check_rdwr_count(done, raw.len())
+}
+
+/// I2C_RDWR returns how many messages the adapter transferred. A count
+/// short of what was sent means the later messages never happened: their
+/// read buffers still hold the zeros we allocated, which must not be
+/// returned as data. Any count other than `sent` is an error (with no
+/// errno, so callers report it as I/O, not as an absent device).
+pub fn check_rdwr_count(done: IoctlOutput, sent: usize) -> io::Result<()> {
+    if usize::try_from(done).is_ok_and(|d| d == sent) {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "the adapter transferred {done} of {sent} messages; the data is incomplete"
+        )))
+    }
+}
+
+/// `ioctl(fd, I2C_RDWR, &data)` returning the ioctl's value (the number of
+/// messages transferred); rustix's `Updater` would discard it.
+struct RdwrCall<'a>(&'a mut RdwrData);
+
+// SAFETY: I2C_RDWR takes a pointer to a `struct i2c_rdwr_ioctl_data`, which
+// `as_ptr` returns; the kernel writes through the message buffers (see
+// `i2c_rdwr`), so the call is mutating. The output is the ioctl's return
+// value, read from `out` only; the pointer is not dereferenced.
+unsafe impl Ioctl for RdwrCall<'_> {
+    type Output = IoctlOutput;
+    const IS_MUTATING: bool = true;
+
+    fn opcode(&self) -> Opcode {
+        I2C_RDWR
+    }
+
+    fn as_ptr(&mut self) -> *mut c_void {
+        std::ptr::from_mut(self.0).cast()
+    }
+
+    unsafe fn output_from_ptr(
+        out: IoctlOutput,
+        _extract_output: *mut c_void,
+    ) -> rustix::io::Result<IoctlOutput> {
+        Ok(out)
+    }
 }
 
 /// I2C_SMBUS: one SMBus command; `data` carries the byte/word/block in or out.
@@ -260,6 +305,18 @@ mod tests {
         assert_eq!(SPI_IOC_RD_MODE32 as u64, 0x8004_6b05);
         assert_eq!(SPI_IOC_RD_MAX_SPEED_HZ as u64, 0x8004_6b04);
         assert_eq!(SPI_IOC_RD_BITS_PER_WORD as u64, 0x8001_6b03);
+    }
+
+    #[test]
+    fn a_short_rdwr_count_is_an_error() {
+        assert!(check_rdwr_count(2, 2).is_ok());
+        assert!(check_rdwr_count(1, 1).is_ok());
+        // The write of the register went out, the read did not: no data.
+        let e = check_rdwr_count(1, 2).unwrap_err();
+        assert!(e.to_string().contains("1 of 2 messages"), "{e}");
+        assert_eq!(e.raw_os_error(), None);
+        assert!(check_rdwr_count(0, 1).is_err());
+        assert!(check_rdwr_count(3, 2).is_err());
     }
 
     #[test]
