@@ -4,8 +4,8 @@
 //!
 //! A pin's chip is a gpiochip *label* ("pinctrl-bcm2835",
 //! "tegra234-gpio"), resolved by scanning /dev/gpiochip*, or a literal
-//! "/dev/gpiochipN" path. Reads request the line as an input, read it and
-//! release it. Writes request the line as an output with the value and
+//! "/dev/gpiochipN" path. Reads request the line as-is (no direction, so
+//! an output stays an output and keeps its level), read it and release it. Writes request the line as an output with the value and
 //! keep the request inside this `LinuxGpio`, so the level stays driven
 //! while the object lives (releasing a line lets the kernel reset it); a
 //! read of a held output returns the driven value instead of re-requesting
@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gpiocdev::Request;
 use gpiocdev::line::Value;
@@ -61,6 +61,19 @@ fn chips() -> Result<Vec<(PathBuf, String, u32)>, HwError> {
             Some((p, info.label, info.num_lines))
         })
         .collect())
+}
+
+/// The request a read makes: the line as-is, with no direction, so the
+/// kernel leaves an output an output (at its level) and an input an input.
+/// Requesting it as an input would turn a line someone else set as an
+/// output into an input: a read that changes the hardware.
+fn read_request(chip: &Path, line: u32) -> gpiocdev::request::Builder {
+    let mut b = Request::builder();
+    b.on_chip(chip)
+        .with_consumer(CONSUMER)
+        .with_line(line)
+        .as_is();
+    b
 }
 
 impl LinuxGpio {
@@ -132,13 +145,9 @@ impl Gpio for LinuxGpio {
         }
         let chip = Self::resolve_chip(&pin.chip)?;
         let device = format!("{}:{}", chip.display(), pin.line);
-        let req = Request::builder()
-            .on_chip(&chip)
-            .with_consumer(CONSUMER)
-            .with_line(pin.line)
-            .as_input()
+        let req = read_request(&chip, pin.line)
             .request()
-            .map_err(|e| HwError::io("request input line", &device, os(e)))?;
+            .map_err(|e| HwError::io("request line", &device, os(e)))?;
         let v = req
             .value(pin.line)
             .map_err(|e| HwError::io("read line", &device, os(e)))?;
@@ -192,6 +201,17 @@ mod tests {
             LinuxGpio::resolve_chip("/dev/gpiochip3").unwrap(),
             PathBuf::from("/dev/gpiochip3")
         );
+    }
+
+    #[test]
+    fn reads_leave_the_direction_alone() {
+        let b = read_request(Path::new("/dev/gpiochip0"), 17);
+        let cfg = b.config();
+        assert_eq!(cfg.lines().as_slice(), &[17]);
+        let line = cfg.line_config(17).unwrap();
+        // None = as-is: the kernel keeps the line's current direction.
+        assert_eq!(line.direction, None);
+        assert_eq!(line.value, None);
     }
 
     #[test]
