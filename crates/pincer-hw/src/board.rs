@@ -340,10 +340,14 @@ pub fn parse_board_choice(field: &str, value: &str) -> Result<Option<BoardKind>,
 /// An empty or "auto" env value is no override.
 ///
 /// compatible is NUL-separated strings: an entry starting with
-/// "nvidia,p3768" or equal to "nvidia,tegra234" → Jetson Orin Nano;
-/// "raspberrypi,model-zero-2-w" → Pi Zero 2 W; file missing → sim
+/// "nvidia,p3768" (the Orin Nano/NX developer kit carrier) → Jetson Orin
+/// Nano; "raspberrypi,model-zero-2-w" → Pi Zero 2 W; file missing → sim
 /// (NoDeviceTree); present but unknown (or unreadable) → sim with
 /// UnknownDeviceTree and a warning telling the user to set PINCER_BOARD.
+/// "nvidia,tegra234" without p3768 is another Orin carrier (e.g. AGX Orin,
+/// p3737 + p3701) whose header lines differ, so it is unknown too, with a
+/// warning to set PINCER_BOARD=jetson if it really is an Orin Nano dev kit:
+/// detection never pretends a real board is something else.
 pub fn detect(
     env_board: Option<&str>,
     config_board: &str,
@@ -395,16 +399,25 @@ pub fn detect(
         .map(|s| String::from_utf8_lossy(s).trim().to_string())
         .collect();
     let has = |pred: &dyn Fn(&str) -> bool| compatible.iter().any(|c| pred(c));
-    let carrier = has(&|c| c.starts_with("nvidia,p3768"));
-    let tegra234 = has(&|c| c == "nvidia,tegra234");
-    if carrier || tegra234 {
-        let warning = (!carrier).then(|| {
-            "tegra234 without the p3768 carrier board: assuming the Orin Nano developer kit header; set PINCER_BOARD if the pins differ".to_string()
-        });
+    if has(&|c| c.starts_with("nvidia,p3768")) {
         return Ok(Detection {
             board: Board::jetson_orin_nano(),
             source: DetectSource::DeviceTree { compatible },
-            warning,
+            warning: None,
+        });
+    }
+    if has(&|c| c == "nvidia,tegra234") {
+        // Another Orin carrier (AGX Orin p3737, a third-party board) wires
+        // its header to other SoC lines: the Orin Nano table would drive
+        // unrelated pins. Unknown board, so the sim.
+        let warning = format!(
+            "Jetson Orin (nvidia,tegra234) without the Orin Nano developer kit carrier (nvidia,p3768) (device tree compatible: {}); its header pins differ, so pincer uses the simulated board and no real bus will be touched. If this really is an Orin Nano developer kit, set PINCER_BOARD=jetson.",
+            compatible.join(", ")
+        );
+        return Ok(Detection {
+            board: Board::sim(),
+            source: DetectSource::UnknownDeviceTree { compatible },
+            warning: Some(warning),
         });
     }
     if has(&|c| c == "raspberrypi,model-zero-2-w") {

@@ -39,15 +39,32 @@ fn device_tree_boards() {
     let d = run(None, "auto", Some(PI)).unwrap();
     assert_eq!(d.board.kind, BoardKind::RpiZero2W);
     assert_eq!(d.board.i2c_default, Some("/dev/i2c-1"));
-    // tegra234 alone: Jetson, with a warning that the carrier is assumed.
-    let d = run(
-        None,
-        "auto",
-        Some(b"nvidia,p3737-0000+p3701-0000\0nvidia,tegra234\0"),
-    )
-    .unwrap();
+}
+
+#[test]
+fn another_orin_carrier_is_not_taken_for_the_orin_nano() {
+    // AGX Orin (p3737 carrier + p3701 module): tegra234, but its header is
+    // wired to other SoC lines than the Orin Nano dev kit's.
+    let agx: &[u8] = b"nvidia,p3737-0000+p3701-0000\0nvidia,p3701-0000\0nvidia,tegra234\0";
+    let d = run(None, "auto", Some(agx)).unwrap();
+    assert_eq!(d.board.kind, BoardKind::Sim);
+    match &d.source {
+        DetectSource::UnknownDeviceTree { compatible } => {
+            assert_eq!(compatible[0], "nvidia,p3737-0000+p3701-0000");
+        }
+        other => panic!("{other:?}"),
+    }
+    let w = d.warning.unwrap();
+    assert!(
+        w.contains("PINCER_BOARD=jetson") && w.contains("p3768") && w.contains("simulated"),
+        "{w}"
+    );
+    // The person can still say it is an Orin Nano dev kit.
+    let d = run(Some("jetson"), "auto", Some(agx)).unwrap();
     assert_eq!(d.board.kind, BoardKind::JetsonOrinNano);
-    assert!(d.warning.unwrap().contains("p3768"));
+    // The dev kit carrier alone is enough.
+    let d = run(None, "auto", Some(b"nvidia,p3768-0000+p3767-0003\0")).unwrap();
+    assert_eq!(d.board.kind, BoardKind::JetsonOrinNano);
 }
 
 #[test]
