@@ -313,7 +313,12 @@ impl Hardware {
                 let argv = camera::camera_argv(self.board().kind, &path).ok_or_else(|| {
                     HwError::Unsupported(format!("{} has no camera", self.board().name))
                 })?;
-                camera::run_capture(&argv, &path, camera::CAPTURE_TIMEOUT)?;
+                camera::run_capture(
+                    &argv,
+                    &path,
+                    camera::CAPTURE_TIMEOUT,
+                    &camera::parent_capture_env(),
+                )?;
                 Some(argv)
             }
         };

@@ -6,7 +6,9 @@
 //! It must not know about agents, tools, the gate, config files or
 //! environment variables: it is a leaf crate (no pincer dependency), takes
 //! already-read values (the `[hardware]` toml table, the PINCER_BOARD value)
-//! and never decides whether an operation is allowed — pincer-tools does,
+//! instead of reading them (its one look at the environment forwards an
+//! allowlist, PATH, HOME, the locale and XDG_RUNTIME_DIR, to the camera
+//! process it spawns; see `camera::capture_env`), and never decides whether an operation is allowed — pincer-tools does,
 //! through the gate, before calling in. All I/O blocks; async callers use
 //! `spawn_blocking`.
 
