@@ -160,6 +160,9 @@ impl Device {
 #[derive(Debug)]
 struct State {
     devices: BTreeMap<I2cAddr, Device>,
+    /// The register the last read at each address started at: the
+    /// device's pointer *before* the read advanced it, for `decode`.
+    read_start: BTreeMap<I2cAddr, u8>,
     gpio: BTreeMap<u32, Level>,
     transactions: Vec<SimTransaction>,
 }
@@ -184,6 +187,7 @@ impl SimBoard {
         Ok(SimBoard {
             state: Arc::new(Mutex::new(State {
                 devices,
+                read_start: BTreeMap::new(),
                 gpio,
                 transactions: Vec::new(),
             })),
@@ -254,11 +258,15 @@ impl SimBoard {
     /// 2-byte read of register 0x00 at the tmp102 (also T_LOW/T_HIGH),
     /// Some("1013 hPa") / Some("45 %") for 2-byte reads of register 0x00 at
     /// pressure/humidity; None otherwise. `register: None` decodes by the
-    /// device's current pointer.
+    /// register the last read at `addr` started at (the pointer before the
+    /// read auto-incremented it), or the current pointer if a write came
+    /// since.
     pub fn decode(&self, addr: I2cAddr, register: Option<u8>, data: &[u8]) -> Option<String> {
         let st = self.lock();
         let dev = st.devices.get(&addr)?;
-        let reg = register.unwrap_or_else(|| dev.pointer());
+        let reg = register
+            .or_else(|| st.read_start.get(&addr).copied())
+            .unwrap_or_else(|| dev.pointer());
         let [msb, lsb] = data else { return None };
         let raw = u16::from_be_bytes([*msb, *lsb]);
         match dev {
@@ -345,8 +353,11 @@ impl I2cBus for SimI2c {
             bus: SIM_I2C_BUS.to_string(),
             addr,
         })?;
+        let start = register.unwrap_or_else(|| dev.pointer());
+        let data = dev.read(register, len.get());
+        st.read_start.insert(addr, start);
         Ok(I2cRead {
-            data: dev.read(register, len.get()),
+            data,
             path: TransferPath::Sim,
         })
     }
@@ -362,6 +373,7 @@ impl I2cBus for SimI2c {
             addr,
         })?;
         dev.write(data.bytes());
+        st.read_start.remove(&addr);
         Ok(TransferPath::Sim)
     }
 }
@@ -468,5 +480,37 @@ mod tests {
         let r = i2c.read(a, Some(0), ReadLen::new(2).unwrap()).unwrap();
         assert_eq!(r.data, vec![0x27, 0x92]);
         assert_eq!(b.decode(a, Some(0), &r.data).as_deref(), Some("1013 hPa"));
+    }
+
+    #[test]
+    fn a_read_without_a_register_decodes_where_it_started() {
+        // `read 0x49 --len 2`: the pointer starts at 0 and auto-increments
+        // to 2 during the read; the reading is still the pressure.
+        let b = SimBoard::new(&SimConfig::default()).unwrap();
+        let mut i2c = b.i2c();
+        let a = I2cAddr::new(0x49).unwrap();
+        let two = ReadLen::new(2).unwrap();
+        let r = i2c.read(a, None, two).unwrap();
+        assert_eq!(r.data, vec![0x27, 0x92]);
+        assert_eq!(b.decode(a, None, &r.data).as_deref(), Some("1013 hPa"));
+        // The next plain read starts at 2 (0xFF 0xFF): not the pressure.
+        let r = i2c.read(a, None, two).unwrap();
+        assert_eq!(r.data, vec![0xFF, 0xFF]);
+        assert_eq!(b.decode(a, None, &r.data), None);
+        // After a write that sets the pointer, decode follows the pointer.
+        i2c.write(a, &WriteData::new(vec![0x00]).unwrap()).unwrap();
+        assert_eq!(
+            b.decode(a, None, &[0x27, 0x92]).as_deref(),
+            Some("1013 hPa")
+        );
+        let r = i2c.read(a, None, two).unwrap();
+        assert_eq!(b.decode(a, None, &r.data).as_deref(), Some("1013 hPa"));
+        // Humidity the same way; the TMP102 pointer does not move at all.
+        let h = I2cAddr::new(0x4A).unwrap();
+        let r = i2c.read(h, None, two).unwrap();
+        assert_eq!(b.decode(h, None, &r.data).as_deref(), Some("45 %"));
+        let t = I2cAddr::new(0x48).unwrap();
+        let r = i2c.read(t, None, two).unwrap();
+        assert_eq!(b.decode(t, None, &r.data).as_deref(), Some("23.5 °C"));
     }
 }

@@ -128,6 +128,23 @@ fn default_board_scan_and_readings() {
 }
 
 #[test]
+fn plain_reads_decode_like_register_reads() {
+    // `pincer hw read 0x49 --len 2`: no register, so the read starts at the
+    // pointer (0) and leaves it at 2; the decoding is still the pressure.
+    let hw = demo();
+    for (a, text) in [(0x48, "23.5 °C"), (0x49, "1013 hPa"), (0x4A, "45 %")] {
+        let r = hw
+            .i2c_read(None, addr(a), None, ReadLen::new(2).unwrap())
+            .unwrap();
+        assert_eq!(
+            hw.decode(addr(a), None, &r.data).as_deref(),
+            Some(text),
+            "0x{a:02x}"
+        );
+    }
+}
+
+#[test]
 fn transactions_record_everything_in_order() {
     let hw = demo();
     let sim = hw.sim().unwrap();
