@@ -26,7 +26,7 @@ use toml::Value;
 
 use crate::board::{Board, parse_board_choice};
 use crate::error::HwError;
-use crate::validate::{I2cAddr, Level, parse_u8};
+use crate::validate::{I2cAddr, Level, parse_spi_device, parse_u8};
 
 #[derive(Debug, Clone)]
 pub struct HardwareConfig {
@@ -402,10 +402,7 @@ fn number(v: Option<&Value>, field: &str, default: f64) -> Result<f64, HwError> 
 fn spi_device(v: &Value, field: &str) -> Result<(u8, u8), HwError> {
     let bad = || HwError::config(field, "expected \"B.C\" (as in /dev/spidevB.C) or [B, C]");
     match v {
-        Value::String(s) => {
-            let (b, c) = s.split_once('.').ok_or_else(bad)?;
-            Ok((b.parse().map_err(|_| bad())?, c.parse().map_err(|_| bad())?))
-        }
+        Value::String(s) => parse_spi_device(s).ok_or_else(bad),
         Value::Array(a) => match a.as_slice() {
             [b, c] => Ok((
                 small_int(b, field, 255)? as u8,

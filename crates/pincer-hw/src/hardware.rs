@@ -16,7 +16,7 @@ use crate::camera;
 use crate::config::HardwareConfig;
 use crate::error::HwError;
 use crate::sim::{SimBoard, SimTransaction};
-use crate::validate::{I2cAddr, Level, ReadLen, SpiData, WriteData};
+use crate::validate::{I2cAddr, Level, ReadLen, SpiData, WriteData, parse_spi_device, parse_u8};
 
 /// A captured image.
 #[derive(Debug, Clone, Serialize)]
@@ -112,7 +112,7 @@ impl Hardware {
             self.board()
                 .i2c_default
                 .and_then(|d| d.strip_prefix("/dev/i2c-"))
-                .and_then(|n| n.parse().ok())
+                .and_then(|n| parse_u8("bus", n).ok())
         })
     }
 
@@ -122,11 +122,9 @@ impl Hardware {
         if self.sim().is_some() {
             return None;
         }
-        self.cfg.spi_device.or_else(|| {
-            let rest = self.board().spi_default?.strip_prefix("/dev/spidev")?;
-            let (b, c) = rest.split_once('.')?;
-            Some((b.parse().ok()?, c.parse().ok()?))
-        })
+        self.cfg
+            .spi_device
+            .or_else(|| parse_spi_device(self.board().spi_default?.strip_prefix("/dev/spidev")?))
     }
 
     /// Board, detection, defaults, pin table summary and I2C bus info (an

@@ -36,5 +36,5 @@ pub use linux::{LinuxGpio, LinuxI2c, LinuxSpi};
 pub use sim::{SimBoard, SimTransaction};
 pub use validate::{
     I2cAddr, Level, MAX_READ, MAX_SPI, MAX_WRITE, ReadLen, SpiData, WriteData, hex_string,
-    parse_hex_bytes, parse_u8,
+    parse_hex_bytes, parse_spi_device, parse_u8,
 };

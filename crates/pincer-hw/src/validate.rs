@@ -83,7 +83,25 @@ pub fn parse_u8(field: &'static str, s: &str) -> Result<u8, HwError> {
     Ok(u8::try_from(n).unwrap_or(u8::MAX))
 }
 
-/// Hex with a 0x/0X prefix, else decimal; at most `max`.
+/// A byte written in decimal with ASCII digits only (1-3 of them): "0",
+/// "255". `u8::from_str` would also take "+7"; this does not.
+fn decimal_u8(s: &str) -> Option<u8> {
+    if s.is_empty() || s.len() > 3 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Parses "B.C" (as in /dev/spidevB.C) into (bus, chip select): two
+/// decimal numbers 0-255 in ASCII digits, no sign, no spaces.
+pub fn parse_spi_device(s: &str) -> Option<(u8, u8)> {
+    let (b, c) = s.split_once('.')?;
+    Some((decimal_u8(b)?, decimal_u8(c)?))
+}
+
+/// Hex with a 0x/0X prefix, else decimal; at most `max`. Digits are
+/// checked with `char::is_digit` before conversion, so signs ("+72",
+/// "0x+48") are refused.
 fn parse_number(field: &'static str, s: &str, max: u32) -> Result<u32, HwError> {
     let t = s.trim();
     if t.is_empty() {
@@ -307,7 +325,9 @@ mod tests {
         assert_eq!(I2cAddr::parse("0x48").unwrap().get(), 0x48);
         assert_eq!(I2cAddr::parse("0X4a").unwrap().get(), 0x4A);
         assert_eq!(I2cAddr::parse(" 72 ").unwrap().get(), 72);
-        for bad in ["", "0x", "zz", "0x1ff", "0x80", "-1", "4 8", "0x4g"] {
+        for bad in [
+            "", "0x", "zz", "0x1ff", "0x80", "-1", "4 8", "0x4g", "+72", "0x+48", "+0x48",
+        ] {
             assert_eq!(
                 I2cAddr::parse(bad).unwrap_err().field(),
                 Some("address"),
@@ -330,6 +350,34 @@ mod tests {
             Some("register")
         );
         assert_eq!(parse_u8("bus", "x").unwrap_err().field(), Some("bus"));
+        for signed in ["+1", "-1", "0x+1f", "+0x1f", "\u{ff11}"] {
+            assert!(parse_u8("register", signed).is_err(), "{signed}");
+        }
+    }
+
+    #[test]
+    fn spi_devices_are_digits_only() {
+        assert_eq!(parse_spi_device("0.0"), Some((0, 0)));
+        assert_eq!(parse_spi_device("250.1"), Some((250, 1)));
+        assert_eq!(parse_spi_device("255.255"), Some((255, 255)));
+        for bad in [
+            "+0.+0",
+            "+0.0",
+            "0.+1",
+            "-0.0",
+            "0",
+            "0.",
+            ".0",
+            "0.0.0",
+            " 0.0",
+            "0 .0",
+            "256.0",
+            "0x1.0",
+            "0.\u{0661}",
+            "0000.0",
+        ] {
+            assert_eq!(parse_spi_device(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use pincer_core::provider::BoxFuture;
 use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use pincer_hw::{
     Board, Hardware, HwError, I2cAddr, Level, ReadLen, SpiData, WriteData, hex_string,
-    parse_hex_bytes, parse_u8,
+    parse_hex_bytes, parse_spi_device, parse_u8,
 };
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -337,9 +337,10 @@ fn bytes_arg(v: &Value) -> Result<Vec<u8>, HwError> {
 fn count_arg(field: &'static str, v: &Value) -> Result<usize, HwError> {
     let n = match v {
         Value::Number(n) => n.as_u64(),
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            s.parse::<u64>().ok()
-        }
+        // ASCII digits only: `u64::from_str` would also take "+7".
+        Value::String(s) => Some(s.trim())
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.parse::<u64>().ok()),
         _ => None,
     };
     n.and_then(|n| usize::try_from(n).ok())
@@ -372,17 +373,8 @@ fn device_arg(v: &Value) -> Result<(u8, u8), HwError> {
             format!("expected \"bus.cs\" like \"0.0\", got {v}"),
         )
     })?;
-    let (b, c) = s
-        .split_once('.')
-        .ok_or_else(|| invalid("device", format!("`{s}` is not \"bus.cs\" like \"0.0\"")))?;
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|d| d.is_ascii_digit());
-    match (b.parse::<u8>(), c.parse::<u8>()) {
-        (Ok(bn), Ok(cn)) if digits(b) && digits(c) => Ok((bn, cn)),
-        _ => Err(invalid(
-            "device",
-            format!("`{s}` is not \"bus.cs\" like \"0.0\""),
-        )),
-    }
+    parse_spi_device(s)
+        .ok_or_else(|| invalid("device", format!("`{s}` is not \"bus.cs\" like \"0.0\"")))
 }
 
 /// Who asks for a hardware operation. An agent may use only the board's

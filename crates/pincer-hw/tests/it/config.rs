@@ -80,6 +80,14 @@ fn errors_name_the_field() {
     check("board = 3", "hardware.board", "expected a string");
     check("i2c_bus = 300", "hardware.i2c_bus", "0..=255");
     check("spi_device = \"zero\"", "hardware.spi_device", "B.C");
+    // u8::from_str would take a leading '+': B.C is ASCII digits only.
+    for signed in ["+0.+0", "+0.0", "0.+1", " 0.0", "0.0 "] {
+        check(
+            &format!("spi_device = \"{signed}\""),
+            "hardware.spi_device",
+            "B.C",
+        );
+    }
     check(
         "camera_min_interval_ms = -1",
         "hardware.camera_min_interval_ms",

@@ -296,6 +296,23 @@ async fn bad_hardware_arguments_never_reach_the_bus_or_a_person() {
             json!({"data": "00", "device": "../x"}),
             "device",
         ),
+        (
+            "spi_transfer",
+            json!({"data": "00", "device": "+0.+0"}),
+            "device",
+        ),
+        ("i2c_read", json!({"address": "+72"}), "address"),
+        (
+            "i2c_read",
+            json!({"address": "0x48", "register": "+1"}),
+            "register",
+        ),
+        (
+            "i2c_read",
+            json!({"address": "0x48", "length": "+2"}),
+            "length",
+        ),
+        ("gpio_read", json!({"pin": "+7"}), "pin"),
         ("gpio_read", json!({"pin": 99}), "pin"),
         ("gpio_read", json!({"pin": 0}), "pin"),
         ("gpio_read", json!({"pin": 3}), "pinmux"),
