@@ -198,6 +198,12 @@ impl SimConfig {
                 SimModel::Humidity { percent } => ("percent", percent, 0.0, 100.0),
                 SimModel::Registers { .. } => continue,
             };
+            if !v.is_finite() {
+                return Err(HwError::config(
+                    format!("{f}.{key}"),
+                    format!("must be a finite number, found {v}"),
+                ));
+            }
             if !(lo..=hi).contains(&v) {
                 return Err(HwError::config(
                     format!("{f}.{key}"),
@@ -391,6 +397,10 @@ fn number(v: Option<&Value>, field: &str, default: f64) -> Result<f64, HwError> 
     match v {
         None => Ok(default),
         Some(Value::Float(f)) if f.is_finite() => Ok(*f),
+        Some(Value::Float(f)) => Err(HwError::config(
+            field,
+            format!("must be a finite number, found {f}"),
+        )),
         Some(Value::Integer(n)) => Ok(*n as f64),
         Some(other) => Err(HwError::config(
             field,

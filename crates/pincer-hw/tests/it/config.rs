@@ -80,6 +80,21 @@ fn errors_name_the_field() {
     check("board = 3", "hardware.board", "expected a string");
     check("i2c_bus = 300", "hardware.i2c_bus", "0..=255");
     check("spi_device = \"zero\"", "hardware.spi_device", "B.C");
+    // TOML has nan and inf; a sim value must be a real reading.
+    for (value, key) in [("nan", "celsius"), ("inf", "celsius"), ("-inf", "celsius")] {
+        check(
+            &format!(
+                "[hardware.sim]\ndevices = [{{ address = \"0x48\", kind = \"tmp102\", {key} = {value} }}]"
+            ),
+            &format!("hardware.sim.devices[0].{key}"),
+            "must be a finite number",
+        );
+    }
+    check(
+        "[hardware.sim]\ndevices = [{ address = \"0x49\", kind = \"pressure\", hpa = nan }]",
+        "hardware.sim.devices[0].hpa",
+        "must be a finite number",
+    );
     // u8::from_str would take a leading '+': B.C is ASCII digits only.
     for signed in ["+0.+0", "+0.0", "0.+1", " 0.0", "0.0 "] {
         check(
@@ -205,4 +220,9 @@ fn sim_board_validates_hand_built_configs() {
     cfg.devices.push(cfg.devices[0].clone());
     let e = SimBoard::new(&cfg).unwrap_err();
     assert_eq!(e.field(), Some("hardware.sim.devices[3].address"), "{e}");
+    let mut cfg = SimConfig::default();
+    cfg.devices[1].model = SimModel::Pressure { hpa: f64::NAN };
+    let e = SimBoard::new(&cfg).unwrap_err();
+    assert_eq!(e.field(), Some("hardware.sim.devices[1].hpa"), "{e}");
+    assert!(e.to_string().contains("must be a finite number"), "{e}");
 }
