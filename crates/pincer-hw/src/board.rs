@@ -53,14 +53,63 @@ pub struct PinDef {
     pub function: PinFunction,
 }
 
-/// A header pin resolved to a GPIO line.
-#[derive(Debug, Clone, Serialize)]
+/// A header pin resolved to a GPIO line through a board's pin table.
+///
+/// Only [`Board::gpio_pin`] makes one (the fields are private), so a GPIO
+/// backend can only be handed a line that some board's table lists as a
+/// GPIO, never a chip and line made up by a caller:
+///
+/// ```compile_fail
+/// let pin = pincer_hw::GpioPin {
+///     pin: 7,
+///     name: "GPIO4".to_string(),
+///     chip: "/dev/gpiochip0".to_string(),
+///     line: 4,
+/// };
+/// ```
+///
+/// ```
+/// let pin = pincer_hw::Board::rpi_zero_2w().gpio_pin(7).unwrap();
+/// assert_eq!((pin.pin(), pin.name(), pin.chip(), pin.line()), (7, "GPIO4", "pinctrl-bcm2835", 4));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GpioPin {
-    pub pin: u32,
-    pub name: String,
-    /// gpiochip label (or a "/dev/gpiochipN" path).
-    pub chip: String,
-    pub line: u32,
+    pin: u32,
+    name: String,
+    chip: String,
+    line: u32,
+}
+
+impl GpioPin {
+    /// For `Board::gpio_pin` and this crate's tests only.
+    pub(crate) fn new(pin: u32, name: &str, chip: &str, line: u32) -> GpioPin {
+        GpioPin {
+            pin,
+            name: name.to_string(),
+            chip: chip.to_string(),
+            line,
+        }
+    }
+
+    /// The header pin number (1-40).
+    pub fn pin(&self) -> u32 {
+        self.pin
+    }
+
+    /// The line's name on the board ("GPIO4", "PAC.06").
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The gpiochip label ("pinctrl-bcm2835", "tegra234-gpio").
+    pub fn chip(&self) -> &str {
+        &self.chip
+    }
+
+    /// The line offset on that chip.
+    pub fn line(&self) -> u32 {
+        self.line
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -256,12 +305,7 @@ impl Board {
             ));
         };
         match &def.function {
-            PinFunction::Gpio { chip, line, name } => Ok(GpioPin {
-                pin,
-                name: (*name).to_string(),
-                chip: (*chip).to_string(),
-                line: *line,
-            }),
+            PinFunction::Gpio { chip, line, name } => Ok(GpioPin::new(pin, name, chip, *line)),
             PinFunction::Special(f) => Err(HwError::Pinmux {
                 pin,
                 function: (*f).to_string(),
@@ -454,7 +498,7 @@ mod tests {
             assert_eq!(pins, (1..=40).collect::<Vec<_>>(), "{}", b.name);
             for p in b.gpio_pins() {
                 let g = b.gpio_pin(p).unwrap();
-                assert_eq!(g.pin, p);
+                assert_eq!(g.pin(), p);
             }
         }
     }
@@ -462,14 +506,14 @@ mod tests {
     #[test]
     fn pin_errors() {
         let b = Board::rpi_zero_2w();
-        assert_eq!(b.gpio_pin(7).unwrap().line, 4);
+        assert_eq!(b.gpio_pin(7).unwrap().line(), 4);
         assert!(matches!(b.gpio_pin(3), Err(HwError::Pinmux { pin: 3, .. })));
         let e = b.gpio_pin(1).unwrap_err();
         assert!(e.to_string().contains("pin 1 is 3V3 power"), "{e}");
         assert_eq!(b.gpio_pin(41).unwrap_err().field(), Some("pin"));
         let j = Board::jetson_orin_nano();
         let g = j.gpio_pin(7).unwrap();
-        assert_eq!((g.chip.as_str(), g.line), ("tegra234-gpio", 144));
+        assert_eq!((g.chip(), g.line()), ("tegra234-gpio", 144));
         let e = j.gpio_pin(27).unwrap_err();
         assert!(e.to_string().contains("jetson-io"), "{e}");
     }

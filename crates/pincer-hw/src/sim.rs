@@ -411,10 +411,9 @@ pub struct SimGpio {
 
 impl SimGpio {
     fn check(pin: &GpioPin) -> Result<(), HwError> {
-        // GpioPin has public fields; make sure it came from the sim table.
-        let ok = Board::sim()
-            .gpio_pin(pin.pin)
-            .is_ok_and(|p| p.chip == pin.chip && p.line == pin.line);
+        // A GpioPin comes from some board's table, not necessarily the
+        // sim's (a Pi pin handed to the sim): check it is the sim's.
+        let ok = Board::sim().gpio_pin(pin.pin()).is_ok_and(|p| p == *pin);
         if ok {
             Ok(())
         } else {
@@ -422,7 +421,9 @@ impl SimGpio {
                 "pin",
                 format!(
                     "pin {} ({}:{}) is not a GPIO of the sim board",
-                    pin.pin, pin.chip, pin.line
+                    pin.pin(),
+                    pin.chip(),
+                    pin.line()
                 ),
             ))
         }
@@ -443,18 +444,18 @@ impl Gpio for SimGpio {
         Self::check(pin)?;
         let mut st = self.board.lock();
         st.transactions
-            .push(SimTransaction::GpioRead { pin: pin.pin });
-        Ok(st.gpio.get(&pin.pin).copied().unwrap_or(Level::Low))
+            .push(SimTransaction::GpioRead { pin: pin.pin() });
+        Ok(st.gpio.get(&pin.pin()).copied().unwrap_or(Level::Low))
     }
 
     fn write(&mut self, pin: &GpioPin, level: Level) -> Result<(), HwError> {
         Self::check(pin)?;
         let mut st = self.board.lock();
         st.transactions.push(SimTransaction::GpioWrite {
-            pin: pin.pin,
+            pin: pin.pin(),
             level,
         });
-        st.gpio.insert(pin.pin, level);
+        st.gpio.insert(pin.pin(), level);
         Ok(())
     }
 }
@@ -480,6 +481,19 @@ mod tests {
         let r = i2c.read(a, Some(0), ReadLen::new(2).unwrap()).unwrap();
         assert_eq!(r.data, vec![0x27, 0x92]);
         assert_eq!(b.decode(a, Some(0), &r.data).as_deref(), Some("1013 hPa"));
+    }
+
+    #[test]
+    fn sim_gpio_takes_only_sim_pins() {
+        let b = SimBoard::new(&SimConfig::default()).unwrap();
+        let mut g = b.gpio();
+        let sim7 = Board::sim().gpio_pin(7).unwrap();
+        assert_eq!(g.read(&sim7).unwrap(), Level::Low);
+        // Pin 7 of the Pi is the same header pin on another chip.
+        let pi7 = Board::rpi_zero_2w().gpio_pin(7).unwrap();
+        let e = g.write(&pi7, Level::High).unwrap_err();
+        assert_eq!(e.field(), Some("pin"), "{e}");
+        assert_eq!(b.level(7), Level::Low);
     }
 
     #[test]

@@ -735,9 +735,9 @@ impl HwRequest {
                 Outcome {
                     text: format!(
                         "pin {pin} ({}, {} line {}) is {}",
-                        p.name,
-                        p.chip,
-                        p.line,
+                        p.name(),
+                        p.chip(),
+                        p.line(),
                         level_name(level)
                     ),
                     json: json!({"op": name, "pin": pin, "gpio": p, "level": level, "value": level.as_u8()}),
@@ -748,9 +748,9 @@ impl HwRequest {
                 Outcome {
                     text: format!(
                         "pin {pin} ({}, {} line {}) driven {}",
-                        p.name,
-                        p.chip,
-                        p.line,
+                        p.name(),
+                        p.chip(),
+                        p.line(),
                         level_name(*level)
                     ),
                     json: json!({"op": name, "pin": pin, "gpio": p, "level": level, "value": level.as_u8()}),

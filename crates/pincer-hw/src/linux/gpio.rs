@@ -140,22 +140,22 @@ impl Gpio for LinuxGpio {
     }
 
     fn read(&mut self, pin: &GpioPin) -> Result<Level, HwError> {
-        if let Some(h) = self.held.get(&pin.pin) {
+        if let Some(h) = self.held.get(&pin.pin()) {
             return Ok(h.level);
         }
-        let chip = Self::resolve_chip(&pin.chip)?;
-        let device = format!("{}:{}", chip.display(), pin.line);
-        let req = read_request(&chip, pin.line)
+        let chip = Self::resolve_chip(pin.chip())?;
+        let device = format!("{}:{}", chip.display(), pin.line());
+        let req = read_request(&chip, pin.line())
             .request()
             .map_err(|e| HwError::io("request line", &device, os(e)))?;
         let v = req
-            .value(pin.line)
+            .value(pin.line())
             .map_err(|e| HwError::io("read line", &device, os(e)))?;
         Ok(Level::from_bool(v == Value::Active))
     }
 
     fn write(&mut self, pin: &GpioPin, level: Level) -> Result<(), HwError> {
-        if let Some(h) = self.held.get_mut(&pin.pin) {
+        if let Some(h) = self.held.get_mut(&pin.pin()) {
             h.request.set_value(h.line, value(level)).map_err(|e| {
                 HwError::io(
                     "set line",
@@ -166,21 +166,21 @@ impl Gpio for LinuxGpio {
             h.level = level;
             return Ok(());
         }
-        let chip = Self::resolve_chip(&pin.chip)?;
-        let device = format!("{}:{}", chip.display(), pin.line);
+        let chip = Self::resolve_chip(pin.chip())?;
+        let device = format!("{}:{}", chip.display(), pin.line());
         let request = Request::builder()
             .on_chip(&chip)
             .with_consumer(CONSUMER)
-            .with_line(pin.line)
+            .with_line(pin.line())
             .as_output(value(level))
             .request()
             .map_err(|e| HwError::io("request output line", &device, os(e)))?;
         self.held.insert(
-            pin.pin,
+            pin.pin(),
             Held {
                 request,
                 chip,
-                line: pin.line,
+                line: pin.line(),
                 level,
             },
         );
@@ -217,12 +217,7 @@ mod tests {
     #[test]
     fn read_of_missing_chip_fails_without_panicking() {
         let mut g = LinuxGpio::new();
-        let pin = GpioPin {
-            pin: 7,
-            name: "GPIO4".into(),
-            chip: "/dev/gpiochip-missing".into(),
-            line: 4,
-        };
+        let pin = GpioPin::new(7, "GPIO4", "/dev/gpiochip-missing", 4);
         assert!(matches!(g.read(&pin), Err(HwError::Io { .. })));
         assert!(g.write(&pin, Level::High).is_err());
         assert!(g.held_pins().is_empty());

@@ -29,10 +29,7 @@ fn every_gpio_pin_resolves_and_lines_are_unique() {
         for def in b.pins {
             match (&def.function, b.gpio_pin(def.pin)) {
                 (PinFunction::Gpio { chip, line, name }, Ok(g)) => {
-                    assert_eq!(
-                        (g.chip.as_str(), g.line, g.name.as_str()),
-                        (*chip, *line, *name)
-                    );
+                    assert_eq!((g.chip(), g.line(), g.name()), (*chip, *line, *name));
                     assert!(
                         lines.insert((*chip, *line)),
                         "{}: line {line} twice",
@@ -60,7 +57,7 @@ fn the_pi_header() {
     let bcm: Vec<(u32, u32)> = b
         .gpio_pins()
         .iter()
-        .map(|p| (*p, b.gpio_pin(*p).unwrap().line))
+        .map(|p| (*p, b.gpio_pin(*p).unwrap().line()))
         .collect();
     assert_eq!(
         bcm,
@@ -84,7 +81,7 @@ fn the_pi_header() {
             (40, 21)
         ]
     );
-    assert_eq!(b.gpio_pin(7).unwrap().chip, "pinctrl-bcm2835");
+    assert_eq!(b.gpio_pin(7).unwrap().chip(), "pinctrl-bcm2835");
     for p in [3, 5, 8, 10, 19, 21, 23, 24, 26, 27, 28] {
         assert!(
             matches!(b.gpio_pin(p), Err(HwError::Pinmux { .. })),
@@ -105,7 +102,7 @@ fn the_jetson_header() {
     assert_eq!(b.i2c_default, Some("/dev/i2c-7"));
     let g = |p| {
         let g = b.gpio_pin(p).unwrap();
-        (g.name, g.line)
+        (g.name().to_string(), g.line())
     };
     assert_eq!(g(7), ("PAC.06".to_string(), 144));
     assert_eq!(g(15), ("PN.01".to_string(), 85));

@@ -215,12 +215,17 @@ fn gpio_round_trip_and_initial_levels() {
     let hw = sim_hw(&cfg);
     let (pin, level) = hw.gpio_read(11).unwrap();
     assert_eq!(
-        (pin.name.as_str(), pin.chip.as_str(), pin.line, level),
+        (pin.name(), pin.chip(), pin.line(), level),
         ("GPIO17", "sim", 17, Level::High)
+    );
+    // Private fields, same JSON as before.
+    assert_eq!(
+        serde_json::to_value(&pin).unwrap(),
+        serde_json::json!({"pin": 11, "name": "GPIO17", "chip": "sim", "line": 17})
     );
     assert_eq!(hw.gpio_read(13).unwrap().1, Level::Low);
     let p = hw.gpio_write(13, Level::High).unwrap();
-    assert_eq!(p.line, 27);
+    assert_eq!(p.line(), 27);
     assert_eq!(hw.gpio_read(13).unwrap().1, Level::High);
     hw.gpio_write(13, Level::Low).unwrap();
     assert_eq!(hw.gpio_read(13).unwrap().1, Level::Low);
