@@ -101,6 +101,42 @@ impl Approver for DemoApprover {
 
 const DEMO_SCRIPT: &str = include_str!("demo_script.json");
 
+/// The agent settings every demo run uses.
+pub(crate) fn settings() -> AgentSettings {
+    AgentSettings {
+        system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+        max_tool_iterations: 6,
+        context_window: 8192,
+        output_reserve: 1024,
+        summary_max_chars: 2000,
+        chars_per_token: 4.0,
+    }
+}
+
+/// One user turn; returns the reply and the events worth showing (every
+/// event but the streamed text).
+pub(crate) fn run_turn(
+    rt: &tokio::runtime::Runtime,
+    agent: &mut Agent,
+    conv: &mut Conversation,
+    user: &str,
+) -> Result<(String, Vec<AgentEvent>)> {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |e: AgentEvent| {
+            if !matches!(e, AgentEvent::TextDelta { .. })
+                && let Ok(mut v) = events.lock()
+            {
+                v.push(e);
+            }
+        }
+    };
+    let outcome = rt.block_on(agent.run_turn(conv, user, &sink))?;
+    let events = events.lock().map(|v| v.clone()).unwrap_or_default();
+    Ok((outcome.reply, events))
+}
+
 const NOTES: &str =
     "# Greenhouse\nVent motor serviced 2026-11-02.\nTomatoes: water every 2 days.\n";
 
@@ -123,14 +159,7 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
     let provider = Arc::new(ScriptedProvider::from_json("scripted", DEMO_SCRIPT)?);
     let approver = Arc::new(DemoApprover(Mutex::new(Vec::new())));
     let autonomy = Autonomy::Supervised;
-    let settings = AgentSettings {
-        system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
-        max_tool_iterations: 6,
-        context_window: 8192,
-        output_reserve: 1024,
-        summary_max_chars: 2000,
-        chars_per_token: 4.0,
-    };
+    let settings = settings();
     let audit = Arc::new(Audit::open(&home.join("audit"))?);
     let policy = GatePolicy {
         autonomy,
@@ -155,23 +184,11 @@ fn agent_story(home: &Path) -> Result<AgentStory> {
         "Add a reminder to check the vent motor on Friday.",
         "Run the sensor self-test.",
     ] {
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let sink = {
-            let events = events.clone();
-            move |e: AgentEvent| {
-                if !matches!(e, AgentEvent::TextDelta { .. })
-                    && let Ok(mut v) = events.lock()
-                {
-                    v.push(e);
-                }
-            }
-        };
-        let outcome = rt.block_on(agent.run_turn(&mut conv, user, &sink))?;
-        let events = events.lock().map(|v| v.clone()).unwrap_or_default();
+        let (reply, events) = run_turn(&rt, &mut agent, &mut conv, user)?;
         turns.push(AgentTurn {
             user: user.to_string(),
             events,
-            reply: outcome.reply,
+            reply,
         });
     }
     let approvals = approver.0.lock().map(|v| v.clone()).unwrap_or_default();

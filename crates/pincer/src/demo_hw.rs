@@ -16,9 +16,9 @@
 //! Then the audit entries those runs left, and `audit verify`.
 
 use anyhow::{Context, Result};
-use pincer_core::agent::{Agent, AgentEvent, AgentSettings, Conversation, ToolStatus};
+use pincer_core::agent::{Agent, AgentEvent, Conversation, ToolStatus};
 use pincer_core::audit::Audit;
-use pincer_core::config::{Autonomy, DEFAULT_SYSTEM_PROMPT, FsyncPolicy};
+use pincer_core::config::{Autonomy, FsyncPolicy};
 use pincer_core::gate::{ApprovalAnswer, ApprovalRequest, Approver, Gate, GatePolicy};
 use pincer_core::provider::BoxFuture;
 use pincer_core::session::SessionStore;
@@ -257,34 +257,15 @@ fn gated_run(home: &Path, audit: &Arc<Audit>, autonomy: Autonomy) -> Result<Gate
         deny_tools: vec![],
     };
     let gate = Gate::new(policy, "agent:demo", audit.clone(), person.clone());
-    let settings = AgentSettings {
-        system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
-        max_tool_iterations: 6,
-        context_window: 8192,
-        output_reserve: 1024,
-        summary_max_chars: 2000,
-        chars_per_token: 4.0,
-    };
+    let settings = crate::demo::settings();
     let provider = Arc::new(ScriptedProvider::from_json("scripted", SCRIPT)?);
     let mut agent = Agent::new(provider, tools, Arc::new(gate), settings);
     let store = SessionStore::open(home.join("sessions"), FsyncPolicy::Turn)?;
     let mut conv = Conversation::open(&store, &format!("demo-injection-{}", autonomy.as_str()))?;
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = {
-        let events = events.clone();
-        move |e: AgentEvent| {
-            if !matches!(e, AgentEvent::TextDelta { .. })
-                && let Ok(mut v) = events.lock()
-            {
-                v.push(e);
-            }
-        }
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = rt.block_on(agent.run_turn(&mut conv, USER, &sink))?;
-    let events = events.lock().map(|v| v.clone()).unwrap_or_default();
+    let (reply, events) = crate::demo::run_turn(&rt, &mut agent, &mut conv, USER)?;
     let mut labels = BTreeMap::new();
     let mut asked = std::collections::BTreeSet::new();
     let mut calls = Vec::new();
@@ -327,7 +308,7 @@ fn gated_run(home: &Path, audit: &Arc<Audit>, autonomy: Autonomy) -> Result<Gate
         calls,
         approvals,
         bus_transactions,
-        reply: outcome.reply,
+        reply,
     })
 }
 

@@ -1,32 +1,8 @@
-use crate::{fails, json, ok, stderr};
+use crate::{fails, json, ok, pincer_env, stderr};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-/// Runs pincer with a clean provider environment plus `envs`.
-fn pincer_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pincer"));
-    cmd.args(args)
-        .env("PINCER_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for k in [
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "PINCER_MODEL",
-        "PINCER_WORKSPACE",
-    ] {
-        cmd.env_remove(k);
-    }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run pincer")
-}
+use std::process::{Command, Stdio};
 
 /// A temp dir holding `home/` (not created) and `ws/` with `hello.txt`.
 fn home_and_workspace() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {

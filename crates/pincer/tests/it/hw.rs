@@ -1,34 +1,34 @@
 //! `pincer hw` on the simulated board, the injected-agent scenario through
 //! `pincer agent`, and the demo's hardware story.
 
-use crate::{json, ok, stderr, stdout};
+use crate::{json, ok, pincer_env, stderr, stdout};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// Runs pincer on the simulated board (unless `envs` says otherwise).
 fn hw(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pincer"));
-    cmd.args(args)
-        .env("PINCER_HOME", home)
-        .env("PINCER_BOARD", "sim")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for k in [
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "PINCER_MODEL",
-        "PINCER_WORKSPACE",
-    ] {
-        cmd.env_remove(k);
-    }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run pincer")
+    let mut all = vec![("PINCER_BOARD", "sim")];
+    all.extend_from_slice(envs);
+    pincer_env(home, args, &all)
+}
+
+/// `pincer hw read ADDR --register 0 --len 2 --json`, parsed.
+fn read_register0(home: &Path, addr: &str) -> Value {
+    json(&ok(hw(
+        home,
+        &[
+            "hw",
+            "read",
+            addr,
+            "--register",
+            "0",
+            "--len",
+            "2",
+            "--json",
+        ],
+        &[],
+    )))
 }
 
 fn trail(home: &Path) -> Vec<Value> {
@@ -49,52 +49,13 @@ fn verify(home: &Path) {
 fn a_newcomer_reads_the_simulated_sensors() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let t = json(&ok(hw(
-        home,
-        &[
-            "hw",
-            "read",
-            "0x48",
-            "--register",
-            "0",
-            "--len",
-            "2",
-            "--json",
-        ],
-        &[],
-    )));
+    let t = read_register0(home, "0x48");
     assert_eq!(t["data"], "17 80", "{t}");
     assert_eq!(t["decoded"], "23.5 °C");
     assert_eq!(t["path"], "sim");
-    let p = json(&ok(hw(
-        home,
-        &[
-            "hw",
-            "read",
-            "0x49",
-            "--register",
-            "0x00",
-            "--len",
-            "2",
-            "--json",
-        ],
-        &[],
-    )));
+    let p = read_register0(home, "0x49");
     assert!(p["decoded"].as_str().unwrap().contains("1013"), "{p}");
-    let h = json(&ok(hw(
-        home,
-        &[
-            "hw",
-            "read",
-            "0x4a",
-            "--register",
-            "0",
-            "--len",
-            "2",
-            "--json",
-        ],
-        &[],
-    )));
+    let h = read_register0(home, "0x4a");
     assert!(h["decoded"].as_str().unwrap().contains("45"), "{h}");
     let text = ok(hw(
         home,
@@ -251,20 +212,7 @@ fn board_and_config_errors_name_their_source() {
         "[hardware.sim]\ndevices = [{ address = \"0x48\", kind = \"tmp102\", celsius = -25.0 }]\n",
     )
     .unwrap();
-    let t = json(&ok(hw(
-        home,
-        &[
-            "hw",
-            "read",
-            "0x48",
-            "--register",
-            "0",
-            "--len",
-            "2",
-            "--json",
-        ],
-        &[],
-    )));
+    let t = read_register0(home, "0x48");
     assert_eq!(t["data"], "e7 00", "{t}");
     let scan = json(&ok(hw(home, &["hw", "scan", "--json"], &[])));
     assert_eq!(scan["found"], serde_json::json!(["0x48"]));

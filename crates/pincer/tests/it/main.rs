@@ -33,6 +33,32 @@ pub fn pincer(home: &Path, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("wait")
 }
 
+/// Runs pincer with a clean provider environment (no keys, no model, no
+/// workspace override from the test's own environment) plus `envs`.
+pub fn pincer_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pincer"));
+    cmd.args(args)
+        .env("PINCER_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for k in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "PINCER_MODEL",
+        "PINCER_WORKSPACE",
+        "PINCER_BOARD",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run pincer")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
