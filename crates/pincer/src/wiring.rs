@@ -331,6 +331,18 @@ pub fn tools_for(
 ) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
     let dir = workspace_dir(ctx, env, flag)?;
     let ws = open_workspace(ctx, &dir)?;
+    every_tool(ctx, env, ws, false)
+}
+
+/// The kernel, memory and hardware tools over `ws`. `fallback_board`: offer
+/// the hardware tools even when the board is only the no-device-tree
+/// fallback (to judge calls, never to run them for an agent).
+fn every_tool(
+    ctx: &Ctx,
+    env: &Env,
+    ws: Arc<Workspace>,
+    fallback_board: bool,
+) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
     let mut tools = kernel_tools_with_shell_env(
         ws,
         &ToolLimits::default(),
@@ -339,7 +351,7 @@ pub fn tools_for(
         &ctx.config.policy.deny_commands,
     );
     tools.extend(memory_tools(ctx));
-    tools.extend(hardware_tools(ctx, env, false)?);
+    tools.extend(hardware_tools(ctx, env, fallback_board)?);
     Ok(tools)
 }
 
@@ -401,17 +413,8 @@ fn memory_tools(ctx: &Ctx) -> Vec<Arc<dyn pincer_core::tool::Tool>> {
 /// for assessing calls without running them (`pincer policy explain`).
 pub fn assess_only_tools(ctx: &Ctx, env: &Env) -> Result<Vec<Arc<dyn pincer_core::tool::Tool>>> {
     let ws = Arc::new(Workspace::open(&std::env::temp_dir(), Vec::new())?);
-    let mut tools = kernel_tools_with_shell_env(
-        ws,
-        &ToolLimits::default(),
-        &ctx.config.agent.agent_id,
-        env.shell.clone(),
-        &ctx.config.policy.deny_commands,
-    );
-    tools.extend(memory_tools(ctx));
     // Judging a call needs the tool, whichever board was found.
-    tools.extend(hardware_tools(ctx, env, true)?);
-    Ok(tools)
+    every_tool(ctx, env, ws, true)
 }
 
 /// The audit trail under PINCER_HOME.
