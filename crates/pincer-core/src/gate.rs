@@ -28,8 +28,6 @@
 //! The autonomy level is fixed when the gate is built; nothing a tool
 //! returns reaches the gate (PO5: tool output is data).
 
-pub mod shell;
-
 use crate::audit::{Audit, AuditError};
 use crate::canonical::{sha256_hex, to_canonical_string};
 use crate::config::Autonomy;

@@ -7,8 +7,8 @@
 //! and, with the `hw` feature, the hardware tools (`hw`, over `pincer-hw`).
 //!
 //! It does not decide policy: each tool only *declares* the risk of a call
-//! ([`pincer_core::tool::Tool::assess`]; the shell tool asks the gate's
-//! classifier) and the gate decides. A tool runs only with the gate's
+//! ([`pincer_core::tool::Tool::assess`]; the shell tool asks the
+//! `pincer-shell` classifier) and the gate decides. A tool runs only with the gate's
 //! [`pincer_core::gate::Permit`], and keeps its workspace in a
 //! [`pincer_core::gate::Gated`] that only the permit opens. It never reads
 //! environment variables: the binary passes what it needs ([`ShellEnv`]).

@@ -1,6 +1,6 @@
 //! The `shell` tool (DESIGN TL2, SB3).
 //!
-//! **Risk comes from the gate's classifier** ([`pincer_core::gate::shell`]):
+//! **Risk comes from the shell classifier** (the `pincer-shell` crate):
 //! the command is parsed part by part (wrappers, `sh -c`, pipes, command
 //! substitution, redirections, options that run programs), read-only
 //! commands are low, writes medium, destructive/network/privilege or unknown
@@ -30,7 +30,7 @@
 use crate::ToolLimits;
 use crate::args::{Args, object_schema, respond};
 use crate::workspace::Workspace;
-use pincer_core::gate::{Gated, Permit, shell};
+use pincer_core::gate::{Gated, Permit};
 use pincer_core::provider::BoxFuture;
 use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
 use rustix::process::{Pid, Signal};
@@ -501,7 +501,7 @@ impl Tool for ShellTool {
                 "the arguments are malformed, so the call is classified at the highest risk",
             );
         };
-        let c = shell::classify(&command, &self.deny_commands);
+        let c = pincer_shell::classify(&command, &self.deny_commands);
         // The file tools refuse pincer's own state by identity; a shell
         // command can only be checked by its text, so this catches a
         // literal path only (`~/.pincer/...`, a relative path or a variable
@@ -511,7 +511,7 @@ impl Tool for ShellTool {
                 format!("the command names `{p}`, which is pincer's own state (sessions, audit trail, approvals, memory, keys, config)")
             })
         });
-        let mut a = Assessment::new(c.risk, c.why);
+        let mut a = Assessment::new(policy_risk(c.risk), c.why);
         a.denied = denied;
         if let Some(what) = &c.hardware {
             a = a
@@ -568,6 +568,15 @@ impl Tool for ShellTool {
             self.run(permit.open(&self.ws).as_ref(), program, &rest, timeout)
                 .await
         })
+    }
+}
+
+/// The classifier's class as the gate's (the same three, in the same order).
+fn policy_risk(r: pincer_shell::Risk) -> Risk {
+    match r {
+        pincer_shell::Risk::Low => Risk::Low,
+        pincer_shell::Risk::Medium => Risk::Medium,
+        pincer_shell::Risk::High => Risk::High,
     }
 }
 

@@ -8,8 +8,8 @@
 
 use super::Stdin;
 use super::lex::Word;
-use crate::gate::glob_match;
-use crate::tool::Risk;
+use crate::Risk;
+use crate::glob::glob_match;
 use tools::{awk, find, git, sed, sort, tar};
 
 mod tools;

@@ -91,13 +91,15 @@
 //! - Values read at run time (`read x < file; echo $((x))`) can still
 //!   carry code into arithmetic evaluation; the line is judged as written.
 
+mod glob;
 mod lex;
 mod programs;
+mod risk;
 #[cfg(test)]
 mod tests;
 
-use crate::gate::glob_match;
-use crate::tool::Risk;
+use crate::glob::glob_match;
+pub use crate::risk::Risk;
 use lex::{Cmd, Item, Redir, RedirKind, Word};
 use programs::{Target, Then};
 

@@ -1,7 +1,7 @@
 use super::*;
 use proptest::prelude::*;
 
-const CORPUS: &str = include_str!("../../../tests/data/shell-corpus.tsv");
+const CORPUS: &str = include_str!("../tests/data/shell-corpus.tsv");
 
 /// One corpus case: line number, expectation, command.
 struct Case {
