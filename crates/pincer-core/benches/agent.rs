@@ -6,15 +6,18 @@
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use pincer_core::agent::{Agent, AgentSettings, Conversation};
+use pincer_core::approvals::DenyAll;
 use pincer_core::audit::Audit;
-use pincer_core::config::{Autonomy, FsyncPolicy};
-use pincer_core::gate::{DenyAll, Gate, GatePolicy, Permit};
+use pincer_core::config::FsyncPolicy;
+use pincer_core::gate::{Gate, GatePolicy, Permit};
 use pincer_core::message::{Message, ToolCall};
+use pincer_core::policy::Autonomy;
+use pincer_core::policy::Risk;
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, FinishReason, Provider, ProviderCaps, ProviderError,
 };
 use pincer_core::session::SessionStore;
-use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Tool, ToolError};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pincer_core::hooks::{ExternalHook, HookCall, HookKind, HookSpec, Interceptor};
-use pincer_core::tool::Risk;
+use pincer_core::policy::Risk;
 use serde_json::json;
 use std::time::Duration;
 

@@ -22,13 +22,15 @@
 //! The loop never prints: it reports [`AgentEvent`]s to a callback, and the
 //! front-end (CLI, gateway) renders them.
 
-use crate::gate::{Admission, ApprovalRequest, Gate, GateError, Pass, Refusal};
+use crate::approvals::ApprovalRequest;
+use crate::gate::{Admission, Gate, GateError, Pass, Refusal};
 use crate::message::{Message, Role, ToolCall};
+use crate::policy::Risk;
 use crate::provider::{
     BoxFuture, ChatRequest, FinishReason, Provider, ProviderError, ToolSpec, Usage,
 };
 use crate::session::{SessionError, SessionStore, SessionView, SessionWriter};
-use crate::tool::{Risk, Tool, ToolError};
+use crate::tool::{Tool, ToolError};
 use crate::trim::{self, Budget, CharRatio, TokenCounter, TrimError, TrimInput};
 use serde::Serialize;
 use std::borrow::Cow;

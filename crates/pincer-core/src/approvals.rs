@@ -1,4 +1,6 @@
-//! The file-backed approval queue (DESIGN PO4).
+//! Approvals: what the gate asks a person ([`ApprovalRequest`]), what comes
+//! back ([`ApprovalAnswer`]), who answers ([`Approver`]), and the
+//! file-backed queue through which a person in another process answers.
 //!
 //! An agent that needs a person's yes or no [`ApprovalQueue::submit`]s the
 //! call and [`ApprovalQueue::wait`]s; a person answers from another process
@@ -70,10 +72,9 @@ mod tests;
 
 use crate::canonical::sha256_hex;
 use crate::fsutil::{create_private_dir, sync_dir};
-use crate::gate::{ApprovalAnswer, ApprovalRequest, Approver};
 use crate::message::Timestamp;
+use crate::policy::Risk;
 use crate::provider::BoxFuture;
-use crate::tool::Risk;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -82,6 +83,55 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// One call waiting for a person's yes or no (PO4). `call_hash` binds an
+/// answer to this exact call: tool, arguments, call id and session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    pub call_hash: String,
+    pub session: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub risk: Risk,
+    /// Why the gate assigned this risk (e.g. the shell part that decided it).
+    pub why: String,
+}
+
+/// A person's (or an approval hook's) answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Approves the call whose hash is `call_hash`; the gate refuses an
+    /// approval whose hash is not the one it asked about.
+    Approved {
+        call_hash: String,
+        by: String,
+    },
+    Denied {
+        by: String,
+        reason: String,
+    },
+}
+
+/// Asks a person (terminal prompt, approval queue, chat button, hook).
+pub trait Approver: Send + Sync {
+    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer>;
+}
+
+/// An approver with nobody behind it: every request is denied, saying why.
+#[derive(Debug, Clone)]
+pub struct DenyAll(pub String);
+
+impl Approver for DenyAll {
+    fn approve<'a>(&'a self, _req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(async move {
+            ApprovalAnswer::Denied {
+                by: "system".into(),
+                reason: self.0.clone(),
+            }
+        })
+    }
+}
 
 /// Length of an approval id, in lowercase hex characters.
 pub const ID_LEN: usize = 10;

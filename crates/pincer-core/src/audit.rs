@@ -1065,6 +1065,7 @@ fn anchor_defect(scan: &Scan, detail: String) -> Defect {
 }
 
 mod line;
+pub mod schema;
 mod walk;
 
 use line::check_line;

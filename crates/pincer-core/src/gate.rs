@@ -28,102 +28,23 @@
 //! The autonomy level is fixed when the gate is built; nothing a tool
 //! returns reaches the gate (PO5: tool output is data).
 
+use crate::actor;
+use crate::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
+use crate::audit::schema::{
+    ApprovalRequested, CallRef, CallStatus, GateDecision, HookRole, HookSaid, HookVerdict,
+    Judgement, Outcome, Payload, ToolCallDone,
+};
 use crate::audit::{Audit, AuditError};
 use crate::canonical::{sha256_hex, to_canonical_string};
-use crate::config::Autonomy;
+use crate::glob::glob_match;
 use crate::hooks::{CallReport, HookCall, InterceptVerdict, Interceptor, Observer};
 use crate::message::ToolCall;
-use crate::provider::BoxFuture;
-use crate::tool::{Assessment, Risk, Tool, ToolError};
+use crate::policy::{Autonomy, Decision, Risk, decide_for};
+use crate::tool::{Assessment, Tool, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// What the decision table says about one operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    /// A person must approve this exact call first; no answer is a denial.
-    NeedsApproval,
-    /// Refused outright; the reason goes back to the model as the result.
-    Block(String),
-}
-
-/// PO3: `readonly` blocks everything above low; `supervised` needs an
-/// approval for medium and high; `full` allows all. (The deny list is
-/// applied before this table, at every level.)
-pub fn decide(autonomy: Autonomy, risk: Risk) -> Decision {
-    decide_for(autonomy, risk, false)
-}
-
-/// [`decide`], and PO3's rule that `readonly` blocks *all* hardware, even a
-/// low-risk bus scan.
-pub fn decide_for(autonomy: Autonomy, risk: Risk, hardware: bool) -> Decision {
-    if hardware && autonomy == Autonomy::Readonly {
-        return Decision::Block(
-            "autonomy is readonly, which blocks all hardware operations, reads and scans included"
-                .into(),
-        );
-    }
-    match (autonomy, risk) {
-        (_, Risk::Low) | (Autonomy::Full, _) => Decision::Allow,
-        (Autonomy::Supervised, _) => Decision::NeedsApproval,
-        (Autonomy::Readonly, r) => Decision::Block(format!(
-            "autonomy is readonly, which allows only low-risk operations; this one is {} risk",
-            r.as_str()
-        )),
-    }
-}
-
-/// One call waiting for a person's yes or no (PO4). `call_hash` binds an
-/// answer to this exact call: tool, arguments, call id and session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ApprovalRequest {
-    pub call_id: String,
-    pub call_hash: String,
-    pub session: String,
-    pub tool: String,
-    pub arguments: serde_json::Value,
-    pub risk: Risk,
-    /// Why the gate assigned this risk (e.g. the shell part that decided it).
-    pub why: String,
-}
-
-/// A person's (or an approval hook's) answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApprovalAnswer {
-    /// Approves the call whose hash is `call_hash`; the gate refuses an
-    /// approval whose hash is not the one it asked about.
-    Approved {
-        call_hash: String,
-        by: String,
-    },
-    Denied {
-        by: String,
-        reason: String,
-    },
-}
-
-/// Asks a person (terminal prompt, approval queue, chat button, hook).
-pub trait Approver: Send + Sync {
-    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer>;
-}
-
-/// An approver with nobody behind it: every request is denied, saying why.
-#[derive(Debug, Clone)]
-pub struct DenyAll(pub String);
-
-impl Approver for DenyAll {
-    fn approve<'a>(&'a self, _req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
-        Box::pin(async move {
-            ApprovalAnswer::Denied {
-                by: "system".into(),
-                reason: self.0.clone(),
-            }
-        })
-    }
-}
 
 /// A tool's handle on the world (a workspace, a bus), reachable only
 /// through a [`Permit`]. Anyone may wrap a value; only the gate can open one.
@@ -150,7 +71,7 @@ impl<T> std::fmt::Debug for Gated<T> {
 /// fn forge(args: &serde_json::Value) -> pincer_core::gate::Permit<'_> {
 ///     pincer_core::gate::Permit {
 ///         args,
-///         risk: pincer_core::tool::Risk::Low,
+///         risk: pincer_core::policy::Risk::Low,
 ///         call_hash: "",
 ///     }
 /// }
@@ -201,7 +122,7 @@ impl std::fmt::Debug for Permit<'_> {
 /// // The only error here is privacy: a pass cannot be edited after the
 /// // gate made it (say, to lower its risk).
 /// fn lower(pass: &mut pincer_core::gate::Pass) {
-///     pass.risk = pincer_core::tool::Risk::Low;
+///     pass.risk = pincer_core::policy::Risk::Low;
 /// }
 /// ```
 pub struct Pass {
@@ -470,9 +391,25 @@ impl Gate {
         &self.audit
     }
 
-    fn record(&self, actor: &str, kind: &str, data: Value) -> Result<(), GateError> {
-        self.audit.append(actor, kind, data)?;
+    fn record<P: Payload>(&self, actor: &str, payload: &P) -> Result<(), GateError> {
+        self.audit.record(actor, payload)?;
         Ok(())
+    }
+
+    /// Writes the `gate.decision` entry of a refused call and says so.
+    fn refuse(
+        &self,
+        mut entry: GateDecision,
+        decision: Outcome,
+        by: &str,
+        refusal: Refusal,
+        text: String,
+    ) -> Result<Admission, GateError> {
+        entry.decision = decision;
+        entry.by = Some(by.to_string());
+        entry.reason = Some(text.clone());
+        self.record(&self.actor, &entry)?;
+        Ok(Admission::Refused { refusal, text })
     }
 
     /// Steps 1–6 of the module docs for one call. `on_approval` is told
@@ -484,145 +421,80 @@ impl Gate {
         call: &ToolCall,
         on_approval: &(dyn Fn(&ApprovalRequest) + Send + Sync),
     ) -> Result<Admission, GateError> {
-        let mut args = call.arguments_value();
-        // The tool judged must be the tool the call names.
-        let tool = tool.filter(|t| t.name() == call.name);
-        let base = |args: &Value| {
-            json!({
-                "session": session,
-                "call_id": call.id,
-                "tool": call.name,
-                "arguments": recorded_args(args),
-            })
+        let call_ref = CallRef {
+            session: session.to_string(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
         };
-        let Some(tool) = tool else {
-            let mut data = base(&args);
-            data["decision"] = json!("unknown_tool");
-            self.record(&self.actor, "gate.decision", data)?;
+        let entry = |args: &Value| GateDecision {
+            call: call_ref.clone(),
+            arguments: recorded_args(args),
+            judgement: None,
+            decision: Outcome::UnknownTool,
+            by: None,
+            reason: None,
+        };
+        // The tool judged must be the tool the call names.
+        let Some(tool) = tool.filter(|t| t.name() == call.name) else {
+            self.record(&self.actor, &entry(&call.arguments_value()))?;
             return Ok(Admission::Refused {
                 refusal: Refusal::Unknown,
                 text: format!("error: there is no tool `{}`", call.name),
             });
         };
-
         // 1. Interceptors, in order; a rewrite feeds the next one.
-        for hook in self.interceptors.iter().filter(|h| h.matches(&call.name)) {
-            let a = tool.assess(&args);
-            let hc = HookCall {
-                session: session.to_string(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: args.clone(),
-                risk: a.risk,
-                why: a.why,
-            };
-            let budget = crate::hooks::HookKind::Interceptor.budget();
-            let verdict = match tokio::time::timeout(budget, hook.intercept(&hc)).await {
-                Ok(Ok(v)) => Ok(v),
-                Ok(Err(failure)) => Err(failure.to_string()),
-                Err(_) => Err(format!("timed out after {} ms", budget.as_millis())),
-            };
-            let hook_actor = format!("hook:{}", hook.name());
-            let mut data = base(&args);
-            data["hook"] = json!(hook.name());
-            data["kind"] = json!("interceptor");
-            let blocked = match verdict {
-                Ok(InterceptVerdict::Allow) => {
-                    data["verdict"] = json!("allow");
-                    None
-                }
-                Ok(InterceptVerdict::Block { reason }) => {
-                    data["verdict"] = json!("block");
-                    data["reason"] = json!(reason);
-                    Some(format!("blocked by hook `{}`: {reason}", hook.name()))
-                }
-                Ok(InterceptVerdict::Rewrite { arguments }) if arguments.is_object() => {
-                    data["verdict"] = json!("rewrite");
-                    data["rewritten"] = recorded_args(&arguments);
-                    args = arguments;
-                    None
-                }
-                Ok(InterceptVerdict::Rewrite { .. }) => {
-                    data["verdict"] = json!("failed");
-                    data["failure"] = json!("rewrote the arguments to a non-object");
-                    Some(format!(
-                        "blocked: hook `{}` rewrote the arguments to a non-object (hooks fail closed)",
-                        hook.name()
-                    ))
-                }
-                Err(failure) => {
-                    data["verdict"] = json!("failed");
-                    data["failure"] = json!(failure);
-                    Some(format!(
-                        "blocked: hook `{}` failed ({failure}); hooks fail closed",
-                        hook.name()
-                    ))
-                }
-            };
-            self.record(&hook_actor, "hook.verdict", data)?;
-            if let Some(text) = blocked {
-                let mut data = base(&args);
-                data["decision"] = json!("blocked");
-                data["by"] = json!(hook_actor);
-                data["reason"] = json!(text);
-                self.record(&self.actor, "gate.decision", data)?;
-                return Ok(Admission::Refused {
-                    refusal: Refusal::Blocked,
+        let args = match self
+            .intercept(&call_ref, tool.as_ref(), call.arguments_value())
+            .await?
+        {
+            Ok(args) => args,
+            Err((hook_actor, text, args)) => {
+                return self.refuse(
+                    entry(&args),
+                    Outcome::Blocked,
+                    &hook_actor,
+                    Refusal::Blocked,
                     text,
-                });
+                );
             }
-        }
+        };
 
         // 2–4. Assess, deny list, decision table.
         let a = tool.assess(&args);
         let hash = call_hash(session, &call.id, &call.name, &args);
-        let mut data = base(&args);
-        data["call_hash"] = json!(hash);
-        data["risk"] = json!(a.risk);
-        data["why"] = json!(a.why);
-        data["autonomy"] = json!(self.policy.autonomy);
-        if let Some(subject) = &a.subject {
-            data["subject"] = subject.clone();
-        }
-        if a.hardware {
-            data["hardware"] = json!(true);
-        }
-        let refuse = |mut data: Value,
-                      decision: &str,
-                      by: &str,
-                      refusal: Refusal,
-                      text: String|
-         -> Result<Admission, GateError> {
-            data["decision"] = json!(decision);
-            data["by"] = json!(by);
-            data["reason"] = json!(text);
-            self.record(&self.actor, "gate.decision", data)?;
-            Ok(Admission::Refused { refusal, text })
-        };
+        let mut judged = entry(&args);
+        judged.judgement = Some(Judgement {
+            call_hash: hash.clone(),
+            risk: a.risk,
+            why: a.why.clone(),
+            autonomy: self.policy.autonomy,
+            subject: a.subject.clone(),
+            hardware: a.hardware,
+        });
         if let Some(reason) = denial(&self.policy.deny_tools, &call.name, &a) {
-            return refuse(
-                data,
-                "blocked",
+            return self.refuse(
+                judged,
+                Outcome::Blocked,
                 "deny_list",
                 Refusal::Blocked,
                 format!("blocked by the deny list (no autonomy level allows it): {reason}"),
             );
         }
         if let Some(reason) = &a.invalid {
-            return refuse(
-                data,
-                "invalid",
+            return self.refuse(
+                judged,
+                Outcome::Invalid,
                 "tool",
                 Refusal::Invalid,
                 format!("error: invalid arguments, nothing was run: {reason}"),
             );
         }
         let (decision, by) = match decide_for(self.policy.autonomy, a.risk, a.hardware) {
-            Decision::Allow => ("allowed", "policy".to_string()),
+            Decision::Allow => (Outcome::Allowed, "policy".to_string()),
             Decision::Block(reason) => {
-                return refuse(
-                    data,
-                    "blocked",
+                return self.refuse(
+                    judged,
+                    Outcome::Blocked,
                     "policy",
                     Refusal::Blocked,
                     format!("blocked by policy: {reason}"),
@@ -639,51 +511,27 @@ impl Gate {
                     risk: a.risk,
                     why: a.why.clone(),
                 };
-                let mut asked = base(&args);
-                asked["call_hash"] = json!(hash);
-                asked["risk"] = json!(a.risk);
-                asked["why"] = json!(a.why);
-                if let Some(subject) = &a.subject {
-                    asked["subject"] = subject.clone();
-                }
-                if a.hardware {
-                    asked["hardware"] = json!(true);
-                }
-                self.record(&self.actor, "approval.request", asked)?;
+                self.record(
+                    &self.actor,
+                    &ApprovalRequested {
+                        call: call_ref.clone(),
+                        arguments: recorded_args(&args),
+                        call_hash: hash.clone(),
+                        risk: a.risk,
+                        why: a.why.clone(),
+                        subject: a.subject.clone(),
+                        hardware: a.hardware,
+                    },
+                )?;
                 on_approval(&req);
-                let hook = self.approval_hooks.iter().find(|r| {
-                    r.tools.is_empty() || r.tools.iter().any(|p| glob_match(p, &call.name))
-                });
-                let approver = hook.map_or(&self.approver, |r| &r.approver);
-                let timeout = self.policy.approval_timeout;
-                let answer = tokio::time::timeout(timeout + APPROVAL_GRACE, approver.approve(&req))
-                    .await
-                    .unwrap_or_else(|_| ApprovalAnswer::Denied {
-                        by: "system".into(),
-                        reason: format!("no answer within {} s", timeout.as_secs()),
-                    });
-                if hook.is_some() {
-                    // An approval hook's verdict (or failure) is its own entry.
-                    let (verdict, by, reason) = match &answer {
-                        ApprovalAnswer::Approved { by, .. } => ("approve", by.clone(), None),
-                        ApprovalAnswer::Denied { by, reason } => {
-                            ("deny", by.clone(), Some(reason.clone()))
-                        }
-                    };
-                    let mut v = base(&args);
-                    v["kind"] = json!("approval");
-                    v["verdict"] = json!(verdict);
-                    v["reason"] = json!(reason);
-                    self.record(&by, "hook.verdict", v)?;
-                }
-                match answer {
+                match self.ask(&call_ref, &req).await? {
                     ApprovalAnswer::Approved { call_hash, by } if call_hash == hash => {
-                        ("approved", by)
+                        (Outcome::Approved, by)
                     }
                     ApprovalAnswer::Approved { by, .. } => {
-                        return refuse(
-                            data,
-                            "denied",
+                        return self.refuse(
+                            judged,
+                            Outcome::Denied,
                             &by,
                             Refusal::Denied,
                             format!(
@@ -693,9 +541,9 @@ impl Gate {
                         );
                     }
                     ApprovalAnswer::Denied { by, reason } => {
-                        return refuse(
-                            data,
-                            "denied",
+                        return self.refuse(
+                            judged,
+                            Outcome::Denied,
                             &by,
                             Refusal::Denied,
                             format!(
@@ -709,9 +557,9 @@ impl Gate {
             }
         };
         // 6. Recorded before it runs.
-        data["decision"] = json!(decision);
-        data["by"] = json!(by);
-        self.record(&self.actor, "gate.decision", data)?;
+        judged.decision = decision;
+        judged.by = Some(by);
+        self.record(&self.actor, &judged)?;
         Ok(Admission::Run(Pass {
             session: session.to_string(),
             call_id: call.id.clone(),
@@ -720,9 +568,130 @@ impl Gate {
             risk: a.risk,
             why: a.why,
             call_hash: hash,
-            decision,
+            decision: decision.as_str(),
             subject: a.subject,
         }))
+    }
+
+    /// Step 1: the interceptors matching the call, in order, each recorded.
+    /// `Ok(Ok(args))`: the (possibly rewritten) arguments to judge;
+    /// `Ok(Err((hook actor, reason, args)))`: a hook blocked the call or
+    /// failed (hooks fail closed).
+    async fn intercept(
+        &self,
+        call: &CallRef,
+        tool: &dyn Tool,
+        mut args: Value,
+    ) -> Result<Result<Value, (String, String, Value)>, GateError> {
+        for hook in self.interceptors.iter().filter(|h| h.matches(&call.tool)) {
+            let a = tool.assess(&args);
+            let hc = HookCall {
+                session: call.session.clone(),
+                call_id: call.call_id.clone(),
+                tool: call.tool.clone(),
+                arguments: args.clone(),
+                risk: a.risk,
+                why: a.why,
+            };
+            let budget = crate::hooks::HookKind::Interceptor.budget();
+            let verdict = match tokio::time::timeout(budget, hook.intercept(&hc)).await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(failure)) => Err(failure.to_string()),
+                Err(_) => Err(format!("timed out after {} ms", budget.as_millis())),
+            };
+            let hook_actor = actor::hook(hook.name());
+            let mut v = HookVerdict {
+                hook: Some(hook.name().to_string()),
+                kind: HookRole::Interceptor,
+                call: call.clone(),
+                arguments: Some(recorded_args(&args)),
+                verdict: HookSaid::Allow,
+                reason: None,
+                rewritten: None,
+                failure: None,
+            };
+            let blocked = match verdict {
+                Ok(InterceptVerdict::Allow) => None,
+                Ok(InterceptVerdict::Block { reason }) => {
+                    v.verdict = HookSaid::Block;
+                    let text = format!("blocked by hook `{}`: {reason}", hook.name());
+                    v.reason = Some(reason);
+                    Some(text)
+                }
+                Ok(InterceptVerdict::Rewrite { arguments }) if arguments.is_object() => {
+                    v.verdict = HookSaid::Rewrite;
+                    v.rewritten = Some(recorded_args(&arguments));
+                    args = arguments;
+                    None
+                }
+                Ok(InterceptVerdict::Rewrite { .. }) => {
+                    v.verdict = HookSaid::Failed;
+                    v.failure = Some("rewrote the arguments to a non-object".into());
+                    Some(format!(
+                        "blocked: hook `{}` rewrote the arguments to a non-object (hooks fail closed)",
+                        hook.name()
+                    ))
+                }
+                Err(failure) => {
+                    v.verdict = HookSaid::Failed;
+                    let text = format!(
+                        "blocked: hook `{}` failed ({failure}); hooks fail closed",
+                        hook.name()
+                    );
+                    v.failure = Some(failure);
+                    Some(text)
+                }
+            };
+            self.record(&hook_actor, &v)?;
+            if let Some(text) = blocked {
+                return Ok(Err((hook_actor, text, args)));
+            }
+        }
+        Ok(Ok(args))
+    }
+
+    /// Step 5: asks the approval hook matching the tool, else the approver,
+    /// with the gate's own backstop on the timeout. An approval hook's
+    /// answer is its own entry.
+    async fn ask(
+        &self,
+        call: &CallRef,
+        req: &ApprovalRequest,
+    ) -> Result<ApprovalAnswer, GateError> {
+        let hook = self
+            .approval_hooks
+            .iter()
+            .find(|r| r.tools.is_empty() || r.tools.iter().any(|p| glob_match(p, &call.tool)));
+        let approver = hook.map_or(&self.approver, |r| &r.approver);
+        let timeout = self.policy.approval_timeout;
+        let answer = tokio::time::timeout(timeout + APPROVAL_GRACE, approver.approve(req))
+            .await
+            .unwrap_or_else(|_| ApprovalAnswer::Denied {
+                by: actor::SYSTEM.into(),
+                reason: format!("no answer within {} s", timeout.as_secs()),
+            });
+        if hook.is_some() {
+            let (verdict, by, reason) = match &answer {
+                ApprovalAnswer::Approved { by, .. } => (HookSaid::Approve, by.clone(), None),
+                ApprovalAnswer::Denied { by, reason } => {
+                    (HookSaid::Deny, by.clone(), Some(reason.clone()))
+                }
+            };
+            self.record(
+                &by,
+                &HookVerdict {
+                    hook: None,
+                    kind: HookRole::Approval,
+                    call: call.clone(),
+                    arguments: Some(recorded_args(&req.arguments)),
+                    verdict,
+                    reason,
+                    rewritten: None,
+                    failure: None,
+                },
+            )?;
+        }
+        Ok(answer)
     }
 
     /// Step 7: runs an admitted call (with the tool it was admitted for),
@@ -730,18 +699,21 @@ impl Gate {
     /// tool's own. A call dropped mid-run (a cancelled turn) or a tool that
     /// panics still leaves a `tool.call` entry, with status `interrupted`.
     pub async fn execute(&self, pass: Pass) -> Result<Result<String, ToolError>, GateError> {
-        let mut data = json!({
-            "session": pass.session,
-            "call_id": pass.call_id,
-            "tool": pass.tool.name(),
-            "call_hash": pass.call_hash,
-        });
-        if let Some(subject) = &pass.subject {
-            data["subject"] = subject.clone();
-        }
+        let mut done = ToolCallDone {
+            call: CallRef {
+                session: pass.session.clone(),
+                call_id: pass.call_id.clone(),
+                tool: pass.tool.name().to_string(),
+            },
+            call_hash: pass.call_hash.clone(),
+            subject: pass.subject.clone(),
+            status: CallStatus::Interrupted,
+            result_bytes: None,
+            error: None,
+        };
         let mut unfinished = Unfinished {
             gate: self,
-            data: Some(data.clone()),
+            done: Some(done.clone()),
         };
         let permit = Permit {
             args: &pass.args,
@@ -749,18 +721,23 @@ impl Gate {
             call_hash: &pass.call_hash,
         };
         let result = pass.tool.execute(permit).await;
-        unfinished.data = None;
-        let (status, detail) = match &result {
-            Ok(text) => ("ok", json!({"result_bytes": text.len()})),
-            Err(ToolError::RespondToModel(m)) => ("error", json!({"error": preview(m)})),
-            Err(ToolError::Fatal(m)) => ("fatal", json!({"error": preview(m)})),
-        };
-        data["status"] = json!(status);
-        if let (Some(d), Some(extra)) = (data.as_object_mut(), detail.as_object()) {
-            d.extend(extra.clone());
+        unfinished.done = None;
+        match &result {
+            Ok(text) => {
+                done.status = CallStatus::Ok;
+                done.result_bytes = Some(text.len());
+            }
+            Err(ToolError::RespondToModel(m)) => {
+                done.status = CallStatus::Error;
+                done.error = Some(preview(m));
+            }
+            Err(ToolError::Fatal(m)) => {
+                done.status = CallStatus::Fatal;
+                done.error = Some(preview(m));
+            }
         }
-        self.record(&self.actor, "tool.call", data)?;
-        self.notify(&pass, status, &result).await?;
+        self.record(&self.actor, &done)?;
+        self.notify(&pass, done.status.as_str(), &result).await?;
         Ok(result)
     }
 
@@ -808,17 +785,21 @@ impl Gate {
         for (name, failure) in futures_util::future::join_all(runs).await {
             if let Some(failure) = failure {
                 self.record(
-                    &format!("hook:{name}"),
-                    "hook.verdict",
-                    json!({
-                        "hook": name,
-                        "kind": "observer",
-                        "session": pass.session,
-                        "call_id": pass.call_id,
-                        "tool": pass.tool.name(),
-                        "verdict": "failed",
-                        "failure": failure,
-                    }),
+                    &actor::hook(&name),
+                    &HookVerdict {
+                        hook: Some(name),
+                        kind: HookRole::Observer,
+                        call: CallRef {
+                            session: pass.session.clone(),
+                            call_id: pass.call_id.clone(),
+                            tool: pass.tool.name().to_string(),
+                        },
+                        arguments: None,
+                        verdict: HookSaid::Failed,
+                        reason: None,
+                        rewritten: None,
+                        failure: Some(failure),
+                    },
                 )?;
             }
         }
@@ -848,14 +829,13 @@ impl Gate {
 /// in `drop`; if the trail refuses, there is nobody left to tell).
 struct Unfinished<'g> {
     gate: &'g Gate,
-    data: Option<Value>,
+    done: Option<ToolCallDone>,
 }
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
-        if let Some(mut data) = self.data.take() {
-            data["status"] = json!("interrupted");
-            let _ = self.gate.audit.append(&self.gate.actor, "tool.call", data);
+        if let Some(done) = self.done.take() {
+            let _ = self.gate.audit.record(&self.gate.actor, &done);
         }
     }
 }
@@ -871,64 +851,5 @@ fn preview(text: &str) -> String {
     text.chars().take(PREVIEW_CHARS).collect()
 }
 
-/// Matches `name` against a glob where `*` is any run of characters
-/// (including none) and `?` is exactly one; everything else is literal.
-/// Used for hook tool filters and deny lists.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // Greedy with backtracking to the last `*`: linear in practice.
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-            }
-            Some(c) if *c == '?' || *c == n[ni] => {
-                pi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
-
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod glob_tests {
-    use super::glob_match;
-
-    #[test]
-    fn glob_table() {
-        for (p, n, want) in [
-            ("shell", "shell", true),
-            ("shell", "shells", false),
-            ("file_*", "file_write", true),
-            ("file_*", "file_", true),
-            ("file_*", "fil", false),
-            ("*", "", true),
-            ("", "", true),
-            ("", "x", false),
-            ("i2c_?ead", "i2c_read", true),
-            ("*_write", "gpio_write", true),
-            ("*_write", "gpio_writer", false),
-            ("a*b*c", "axxbyyc", true),
-            ("a*b*c", "axxbyy", false),
-            ("mkfs*", "mkfs.ext4", true),
-        ] {
-            assert_eq!(glob_match(p, n), want, "{p} vs {n}");
-        }
-    }
-}

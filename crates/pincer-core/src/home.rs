@@ -1,5 +1,6 @@
 //! `PINCER_HOME`: where pincer keeps its state. The binary decides the path
-//! (it reads the environment); this module only lays it out.
+//! (it reads the environment); this module is the one place that lays it
+//! out — every directory and file, and which of them no tool may touch.
 
 use crate::fsutil::create_private_dir;
 use std::io;
@@ -11,6 +12,82 @@ pub struct Home {
     root: PathBuf,
 }
 
+/// One entry of the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The name under `PINCER_HOME`.
+    pub name: &'static str,
+    pub dir: bool,
+    /// No tool may read or write it (the file tools refuse it by identity,
+    /// the shell cannot see it).
+    pub protected: bool,
+    pub what: &'static str,
+}
+
+/// Every entry of `PINCER_HOME`, in the order `doctor` lists them.
+pub const LAYOUT: &[Entry] = &[
+    Entry {
+        name: "config.toml",
+        dir: false,
+        protected: true,
+        what: "the configuration; an agent that could write it could raise its own autonomy",
+    },
+    Entry {
+        name: "sessions",
+        dir: true,
+        protected: true,
+        what: "conversations, one append-only JSONL file per session",
+    },
+    Entry {
+        name: "audit",
+        dir: true,
+        protected: true,
+        what: "the hash-chained audit trail and its anchor",
+    },
+    Entry {
+        name: "approvals",
+        dir: true,
+        protected: true,
+        what: "calls waiting for a person; a tool that could write here could approve its own calls",
+    },
+    Entry {
+        name: "memory",
+        dir: true,
+        protected: true,
+        what: "memory pages (canonical) and their disposable search index",
+    },
+    Entry {
+        name: "keys",
+        dir: true,
+        protected: true,
+        what: "signing keys",
+    },
+    Entry {
+        name: "skills",
+        dir: true,
+        protected: true,
+        what: "markdown that extends every system prompt",
+    },
+    Entry {
+        name: "camera",
+        dir: true,
+        protected: true,
+        what: "pictures the camera tool took",
+    },
+    Entry {
+        name: "history.txt",
+        dir: false,
+        protected: true,
+        what: "the REPL's line history",
+    },
+    Entry {
+        name: "workspace",
+        dir: true,
+        protected: false,
+        what: "the default workspace, the one directory the agent's tools may touch",
+    },
+];
+
 impl Home {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
@@ -20,26 +97,98 @@ impl Home {
         &self.root
     }
 
+    fn at(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
     pub fn config_path(&self) -> PathBuf {
-        self.root.join("config.toml")
+        self.at("config.toml")
     }
 
     pub fn sessions_dir(&self) -> PathBuf {
-        self.root.join("sessions")
+        self.at("sessions")
     }
 
-    /// The tamper-evident audit trail (`trail.jsonl`, `anchor.json`).
+    /// The tamper-evident audit trail.
     pub fn audit_dir(&self) -> PathBuf {
-        self.root.join("audit")
+        self.at("audit")
     }
 
     /// Pending approvals and their answers.
     pub fn approvals_dir(&self) -> PathBuf {
-        self.root.join("approvals")
+        self.at("approvals")
+    }
+
+    /// Memory pages (`pages/`), the index and the consolidation watermark.
+    pub fn memory_dir(&self) -> PathBuf {
+        self.at("memory")
+    }
+
+    pub fn keys_dir(&self) -> PathBuf {
+        self.at("keys")
+    }
+
+    pub fn skills_dir(&self) -> PathBuf {
+        self.at("skills")
+    }
+
+    pub fn camera_dir(&self) -> PathBuf {
+        self.at("camera")
+    }
+
+    pub fn history_path(&self) -> PathBuf {
+        self.at("history.txt")
+    }
+
+    /// Where the workspace is when nothing names one.
+    pub fn default_workspace(&self) -> PathBuf {
+        self.at("workspace")
+    }
+
+    /// Every protected entry of [`LAYOUT`], as a path.
+    pub fn protected(&self) -> Vec<PathBuf> {
+        LAYOUT
+            .iter()
+            .filter(|e| e.protected)
+            .map(|e| self.at(e.name))
+            .collect()
     }
 
     /// Creates the home directory (mode 0700) if it is missing.
     pub fn ensure(&self) -> io::Result<()> {
         create_private_dir(&self.root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_accessor_is_in_the_layout() {
+        let h = Home::new("/h");
+        let named = [
+            h.config_path(),
+            h.sessions_dir(),
+            h.audit_dir(),
+            h.approvals_dir(),
+            h.memory_dir(),
+            h.keys_dir(),
+            h.skills_dir(),
+            h.camera_dir(),
+            h.history_path(),
+            h.default_workspace(),
+        ];
+        for p in &named {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            assert!(
+                LAYOUT.iter().any(|e| e.name == name),
+                "{name} not in LAYOUT"
+            );
+        }
+        assert_eq!(named.len(), LAYOUT.len());
+        assert!(!h.protected().contains(&h.default_workspace()));
+        assert!(h.protected().contains(&h.approvals_dir()));
+        assert!(h.protected().contains(&h.skills_dir()));
     }
 }

@@ -41,9 +41,10 @@
 #[cfg(test)]
 mod tests;
 
-use crate::gate::{ApprovalAnswer, ApprovalRequest, Approver, glob_match};
+use crate::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
+use crate::glob::glob_match;
+use crate::policy::Risk;
 use crate::provider::BoxFuture;
-use crate::tool::Risk;
 use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -92,7 +93,9 @@ impl HookKind {
     }
 }
 
-/// One configured external hook.
+/// One configured external hook (`[[hooks]]` in config.toml). It is
+/// validated in one place, [`HookSpec::validate`], whether it comes from the
+/// config file or from code.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HookSpec {
     pub name: String,
@@ -102,7 +105,9 @@ pub struct HookSpec {
     /// Tool-name globs ([`glob_match`]); empty means every tool.
     pub tools: Vec<String>,
     /// At most [`HookKind::budget`]; longer is refused by
-    /// [`HookSpec::validate`] and clamped at run time.
+    /// [`HookSpec::validate`] and clamped at run time. Recorded (in the
+    /// policy fingerprint of `config.load` entries) as `timeout_ms`.
+    #[serde(rename = "timeout_ms", serialize_with = "as_millis")]
     pub timeout: Duration,
 }
 
@@ -150,7 +155,10 @@ impl HookSpec {
         {
             return err(
                 "name",
-                format!("use 1 to {MAX_NAME_LEN} characters of a-z, A-Z, 0-9, `-`, `_`, `.`"),
+                format!(
+                    "is `{}`; use 1 to {MAX_NAME_LEN} characters of a-z, A-Z, 0-9, `-`, `_`, `.`",
+                    self.name.escape_debug()
+                ),
             );
         }
         let Some(program) = self.command.first() else {
@@ -170,8 +178,14 @@ impl HookSpec {
         if let Some(i) = self.command.iter().position(|a| a.contains('\0')) {
             return err(&format!("command[{i}]"), "contains a NUL byte".into());
         }
-        if let Some(i) = self.tools.iter().position(String::is_empty) {
-            return err(&format!("tools[{i}]"), "is an empty pattern".into());
+        if let Some((i, bad)) = self
+            .tools
+            .iter()
+            .enumerate()
+            .find(|(_, p)| crate::glob::check_pattern(p).is_err())
+        {
+            let why = crate::glob::check_pattern(bad).err().unwrap_or_default();
+            return err(&format!("tools[{i}]"), why);
         }
         if self.timeout.is_zero() {
             return err("timeout", "must be more than zero".into());
@@ -189,6 +203,10 @@ impl HookSpec {
         }
         Ok(())
     }
+}
+
+fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A tool call as hooks see it.

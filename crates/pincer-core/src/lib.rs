@@ -8,6 +8,7 @@
 //! HTTP and never reads environment variables: the binary reads env once and
 //! passes what it found down explicitly.
 
+pub mod actor;
 pub mod agent;
 pub mod approvals;
 pub mod audit;
@@ -15,12 +16,15 @@ pub mod canonical;
 pub mod config;
 pub mod fsutil;
 pub mod gate;
+pub mod glob;
 pub mod home;
 pub mod hooks;
 pub mod message;
+pub mod policy;
 pub mod provider;
 pub mod session;
 pub mod skills;
+pub mod text;
 pub mod tool;
 pub mod trim;
 

@@ -1090,5 +1090,44 @@ fn nth_line_start(bytes: &[u8], n: u64) -> usize {
         .map_or(bytes.len(), |i| i + 1)
 }
 
+/// Why [`trim_stored`] could not trim.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredTrimError {
+    #[error("session `{0}` does not exist")]
+    Missing(String),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Trim(#[from] trim::TrimError),
+}
+
+/// Loads, repairs and trims the stored session `key` to `budget`, then
+/// persists the trim (skip and summary, compaction when due): what a
+/// person's `pincer session trim` does, outside any turn.
+pub fn trim_stored(
+    store: &SessionStore,
+    key: &str,
+    budget: trim::Budget,
+    counter: &dyn trim::TokenCounter,
+    summary_max_chars: usize,
+) -> std::result::Result<TrimReport, StoredTrimError> {
+    if !store.exists(key)? {
+        return Err(StoredTrimError::Missing(key.to_string()));
+    }
+    let mut w = store.writer(key)?;
+    let view = w.view()?;
+    let (context, _repair) = view.context();
+    let trimmed = trim::trim(
+        &trim::TrimInput {
+            messages: &context,
+            summary: &view.meta.summary,
+            summary_max_chars,
+            budget,
+        },
+        counter,
+    )?;
+    Ok(w.apply_trim(&view, &context, &trimmed)?)
+}
+
 #[cfg(test)]
 mod tests;

@@ -6,27 +6,9 @@
 //! makes permits, so nothing can run a tool around the gate.
 
 use crate::gate::Permit;
+use crate::policy::Risk;
 use crate::provider::{BoxFuture, ToolSpec};
-use serde::{Deserialize, Serialize};
-
-/// Risk class of one tool operation (PO2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-        }
-    }
-}
+use serde::Serialize;
 
 /// What a tool says about one call before it runs: its risk class, why,
 /// and whether a deny rule matched (blocked at every autonomy level).

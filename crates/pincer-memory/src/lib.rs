@@ -18,8 +18,10 @@ pub mod consolidate;
 pub mod error;
 #[cfg(feature = "fts5")]
 mod fts;
+pub mod handoff;
 pub mod index;
 pub mod page;
+pub mod prompt;
 pub mod query;
 mod scan;
 

@@ -28,9 +28,9 @@
 //! `message_stop` nor a `stop_reason` is a `Transport` error. Tool input
 //! that is not a JSON object is kept as `{"_raw": "<text>"}`.
 
+use crate::config::ProviderConfig;
 use crate::http::{self, Endpoint};
 use crate::sse::SseEvent;
-use pincer_core::config::ProviderConfig;
 use pincer_core::message::{Message, Role, ToolCall};
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, FinishReason, Provider, ProviderCaps, ProviderError,

@@ -2,8 +2,8 @@
 //! API key wrapper, status and transport error mapping, `Retry-After`, and
 //! reading an SSE response body.
 
+use crate::config::ProviderConfig;
 use crate::sse::{SseEvent, SseParser};
-use pincer_core::config::ProviderConfig;
 use pincer_core::provider::ProviderError;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::ops::ControlFlow;
@@ -89,13 +89,8 @@ impl Endpoint {
             provider: cfg.name.clone(),
             message,
         };
-        let base_url = cfg.base_url.trim_end_matches('/').to_string();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(config(format!(
-                "base_url `{}` must start with http:// or https://",
-                cfg.base_url
-            )));
-        }
+        let base_url = crate::config::check_base_url(&cfg.base_url)
+            .map_err(|reason| config(format!("base_url {reason}")))?;
         if cfg.model.trim().is_empty() {
             return Err(config("model must not be empty".into()));
         }

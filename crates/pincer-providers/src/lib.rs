@@ -26,6 +26,7 @@
 //! store; `http://` endpoints (local models) never read it.
 
 pub mod anthropic;
+pub mod config;
 mod http;
 pub mod openai;
 pub mod probe;
@@ -40,7 +41,7 @@ pub use probe::{ProbeReport, detect_local, probe};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};
 pub use scripted::{ScriptTurn, ScriptedProvider};
 
-use pincer_core::config::{ProviderConfig, ProviderKind};
+use crate::config::{ProviderConfig, ProviderKind};
 use pincer_core::provider::{Provider, ProviderError};
 
 /// Builds the provider `cfg` describes. `api_key` is the value of the

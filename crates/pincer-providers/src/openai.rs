@@ -26,9 +26,9 @@
 //! a `Protocol` error; an `error` object inside the stream (OpenRouter) is
 //! a `Server` error unless its `code` says 4xx.
 
+use crate::config::ProviderConfig;
 use crate::http::{self, Endpoint};
 use crate::sse::SseEvent;
-use pincer_core::config::ProviderConfig;
 use pincer_core::message::{Message, Role, ToolCall};
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, FinishReason, Provider, ProviderCaps, ProviderError,

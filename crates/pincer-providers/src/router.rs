@@ -24,7 +24,7 @@
 //! successful attempt's. No jitter is added to backoffs: one agent makes one
 //! call at a time, so there is no herd to spread.
 
-use pincer_core::config::ProviderConfig;
+use crate::config::ProviderConfig;
 use pincer_core::provider::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderCaps, ProviderError,
 };

@@ -7,9 +7,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pincer_core::ToolCall;
+use pincer_core::approvals::DenyAll;
 use pincer_core::audit::Audit;
-use pincer_core::config::Autonomy;
-use pincer_core::gate::{CallOutcome, DenyAll, Gate, GatePolicy};
+use pincer_core::gate::{CallOutcome, Gate, GatePolicy};
+use pincer_core::policy::Autonomy;
 use pincer_hw::{Hardware, HardwareConfig, I2cAddr, ReadLen};
 use pincer_tools::hw::hardware_tools;
 use serde_json::json;

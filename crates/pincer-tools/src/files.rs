@@ -12,8 +12,9 @@
 use crate::args::{Args, object_schema, respond};
 use crate::workspace::{Resolved, Workspace};
 use pincer_core::gate::{Gated, Permit};
+use pincer_core::policy::Risk;
 use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Tool, ToolError};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde_json::{Value, json};

@@ -25,8 +25,9 @@
 
 use crate::args::respond;
 use pincer_core::gate::{Gated, Permit};
+use pincer_core::policy::Risk;
 use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Tool, ToolError};
 use pincer_hw::{
     Board, Hardware, HwError, I2cAddr, Level, ReadLen, SpiData, WriteData, hex_string,
     parse_hex_bytes, parse_spi_device, parse_u8,

@@ -5,8 +5,9 @@
 
 use crate::args::{Args, object_schema, respond};
 use pincer_core::gate::{Gated, Permit};
+use pincer_core::policy::Risk;
 use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Assessment, Risk, Tool, ToolError};
+use pincer_core::tool::{Assessment, Tool, ToolError};
 use pincer_memory::{MemoryIndex, NewPage};
 use serde_json::{Value, json};
 use std::path::PathBuf;

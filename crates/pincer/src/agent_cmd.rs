@@ -1,21 +1,18 @@
 //! `pincer agent`: one turn (`-m`) or a REPL, streamed to the terminal.
 
 use crate::Ctx;
-use crate::wiring::{self, Env};
 use anyhow::{Context, Result};
-use pincer_core::agent::{Agent, AgentEvent, AgentSettings, Conversation, StopReason, ToolStatus};
-use pincer_core::approvals::{ApprovalQueue, QueueApprover};
-use pincer_core::gate::{ApprovalAnswer, ApprovalRequest, Approver};
+use pincer_core::actor;
+use pincer_core::agent::{AgentEvent, StopReason, ToolStatus};
+use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
 use pincer_core::provider::{BoxFuture, FinishReason};
-use pincer_core::session::SessionStore;
+use pincer_core::text::terminal_safe;
+use pincer_runtime::{AgentSession, Runtime, RuntimeOptions};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The most characters of pinned facts put in a system prompt (CX4).
-pub const PINNED_MAX_CHARS: usize = 4000;
 
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
@@ -96,45 +93,27 @@ impl Approver for TerminalApprover {
                 Ok(Ok(Some(line))) if matches!(line.trim(), "y" | "Y" | "yes") => {
                     ApprovalAnswer::Approved {
                         call_hash,
-                        by: "human:terminal".into(),
+                        by: actor::HUMAN_TERMINAL.into(),
                     }
                 }
                 Ok(Ok(Some(_))) => ApprovalAnswer::Denied {
-                    by: "human:terminal".into(),
+                    by: actor::HUMAN_TERMINAL.into(),
                     reason: "the person at the terminal said no".into(),
                 },
                 Ok(Ok(None)) => {
                     eprintln!("(no answer within {} s: denied)", timeout.as_secs());
                     ApprovalAnswer::Denied {
-                        by: "system".into(),
+                        by: actor::SYSTEM.into(),
                         reason: format!("no answer within {} s", timeout.as_secs()),
                     }
                 }
                 _ => ApprovalAnswer::Denied {
-                    by: "system".into(),
+                    by: actor::SYSTEM.into(),
                     reason: "could not read an answer from the terminal".into(),
                 },
             }
         })
     }
-}
-
-/// Text from a model or a tool, made safe for a terminal: control
-/// characters other than newline and tab (escape sequences that could hide
-/// or rewrite what is around an approval prompt, set the clipboard…) and
-/// bidirectional overrides are shown escaped. Tool output is data (PO5).
-pub fn terminal_safe(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let unsafe_char = (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if unsafe_char {
-                c.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
 
 /// Renders events as text (tool activity on stderr, the reply on stdout)
@@ -212,9 +191,11 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
 }
 
 pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
-    // The shell tool runs unsandboxed for now: keep other processes of this
-    // user (the agent's own shell among them) from reading our environment,
-    // API keys included, through /proc/<pid>/environ or ptrace.
+    if args.message.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        anyhow::bail!("-m/--message is empty; say something, or leave it out for the REPL");
+    }
+    // Keep other processes of this user from reading our environment, API
+    // keys included, through /proc/<pid>/environ or ptrace.
     if let Err(e) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
@@ -226,116 +207,45 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let env = Env::read(ctx);
-    let choice = rt.block_on(wiring::choose_provider(ctx, &env, args.provider.as_deref()))?;
+    let runtime = rt.block_on(Runtime::start(
+        ctx.home.clone(),
+        ctx.settings.clone(),
+        ctx.env.clone(),
+        RuntimeOptions {
+            provider: args.provider.clone(),
+            workspace: args.workspace.clone(),
+        },
+    ))?;
     if !args.json {
-        eprintln!("provider: {}", choice.how);
+        eprintln!("provider: {}", runtime.provider_choice().how);
     }
-    let provider = wiring::build_provider(&choice, &env)?;
-    let tools = wiring::tools_for(ctx, &env, args.workspace.clone())?;
-    let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
-    for p in &problems {
-        eprintln!(
-            "warning: skill {} not loaded: {}",
-            p.path.display(),
-            p.reason
-        );
-    }
-    let cfg = &ctx.config;
-    let interactive = std::io::stdin().is_terminal();
-    let approver: Arc<dyn Approver> = if interactive {
+    let approver: Arc<dyn Approver> = if std::io::stdin().is_terminal() {
         Arc::new(TerminalApprover {
-            timeout: Duration::from_secs(cfg.policy.approval_timeout_secs),
+            timeout: runtime.approval_timeout(),
         })
     } else {
         // Nobody at this terminal: a person answers from another one (or
         // the gateway) through the approval queue; no answer is a denial.
-        let queue = ApprovalQueue::open(&ctx.home.approvals_dir())?;
         // Said on stderr in both modes: stdout may be the JSON stream.
-        Arc::new(
-            QueueApprover::new(queue, Duration::from_secs(cfg.policy.approval_timeout_secs))
-                .on_pending(|p| {
-                    eprintln!(
-                        "[approval {}] `{}` ({} risk) is waiting: run `pincer approvals approve {}` or `pincer approvals deny {}` within {} s",
-                        p.id,
-                        terminal_safe(&p.tool),
-                        p.risk.as_str(),
-                        p.id,
-                        p.id,
-                        p.timeout().as_secs()
-                    );
-                }),
-        )
+        Arc::new(runtime.queue_approver(|p| {
+            eprintln!(
+                "[approval {}] `{}` ({} risk) is waiting: run `pincer approvals approve {}` or `pincer approvals deny {}` within {} s",
+                p.id,
+                terminal_safe(&p.tool),
+                p.risk.as_str(),
+                p.id,
+                p.id,
+                p.timeout().as_secs()
+            );
+        })?)
     };
-    let context_window = choice
-        .chain
-        .iter()
-        .map(|p| p.context_window)
-        .min()
-        .unwrap_or(cfg.context.context_window);
-    let store = SessionStore::open(ctx.home.sessions_dir(), cfg.session.fsync)?;
-    let mut system_prompt = pincer_core::skills::system_prompt(&cfg.agent.system_prompt, &skills);
-    // CX4: pinned facts ride in the system prompt, which trimming never
-    // drops; the section is capped and says so when a fact did not fit.
-    match crate::memory_cmd::pinned_section(ctx, PINNED_MAX_CHARS) {
-        Ok((pinned, left_out, problems)) => {
-            if !pinned.is_empty() {
-                system_prompt.push_str("\n\n");
-                system_prompt.push_str(&pinned);
-            }
-            if left_out > 0 {
-                eprintln!(
-                    "warning: {left_out} pinned fact(s) left out of the prompt: the pinned section is capped at {PINNED_MAX_CHARS} characters"
-                );
-            }
-            for p in problems {
-                eprintln!("warning: memory page not read: {}", terminal_safe(&p));
-            }
-        }
-        Err(e) => eprintln!("warning: pinned facts not loaded: {e:#}"),
-    }
-    // ME5: a new session starts from the last one's handoff, built from disk.
-    if cfg.agent.handoff && !store.exists(&args.session)? {
-        // Pinned facts are already in the prompt (capped); the handoff
-        // adds only the recent pages.
-        let memory = match crate::memory_cmd::facts(ctx) {
-            Ok(f) => crate::handoff::MemoryFacts {
-                pinned: Vec::new(),
-                recent: f.recent,
-            },
-            Err(e) => {
-                eprintln!("warning: memory not read for the handoff: {e:#}");
-                crate::handoff::MemoryFacts::default()
-            }
-        };
-        let h = crate::handoff::build(&ctx.home, None, Some(&args.session), memory)?;
-        if h.session.is_some() {
-            system_prompt.push_str("\n\n");
-            system_prompt.push_str(&crate::handoff::render(&h));
-        }
-    }
-    let settings = AgentSettings {
-        system_prompt,
-        max_tool_iterations: cfg.agent.max_tool_iterations,
-        context_window,
-        output_reserve: cfg.context.output_reserve,
-        summary_max_chars: cfg.context.summary_max_chars,
-        chars_per_token: cfg.context.chars_per_token,
-    };
-    let audit = wiring::open_audit(ctx)?;
-    let actor = format!("agent:{}", cfg.agent.agent_id);
-    let gate = wiring::gate(ctx, &env, audit, approver, &actor)?;
-    let mut agent = Agent::new(provider, tools, Arc::new(gate), settings);
     let render = renderer(args.json);
+    let mut session = open(&runtime, &args.session, approver.clone())?;
 
     if let Some(message) = args.message {
-        if message.trim().is_empty() {
-            anyhow::bail!("-m/--message is empty; say something, or leave it out for the REPL");
-        }
-        let mut conv = Conversation::open(&store, &args.session)?;
         let result = rt.block_on(async {
             tokio::select! {
-                r = agent.run_turn(&mut conv, &message, &render) => {
+                r = session.run_turn(&message, &render) => {
                     r?;
                     Ok(ExitCode::SUCCESS)
                 }
@@ -350,27 +260,34 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         rt.shutdown_background();
         return result;
     }
-    let result = repl(&rt, &store, &mut agent, args.session, &render);
+    let result = repl(&rt, &runtime, session, approver, &render);
     rt.shutdown_background();
     result
 }
 
+/// Opens `key` and says what its prompt could not hold.
+fn open(runtime: &Runtime, key: &str, approver: Arc<dyn Approver>) -> Result<AgentSession> {
+    let session = runtime.open_session(key, approver)?;
+    for w in &session.prompt().warnings {
+        eprintln!("warning: {}", terminal_safe(w));
+    }
+    Ok(session)
+}
+
 fn repl(
     rt: &tokio::runtime::Runtime,
-    store: &SessionStore,
-    agent: &mut Agent,
-    mut key: String,
+    runtime: &Runtime,
+    mut session: AgentSession,
+    approver: Arc<dyn Approver>,
     render: &(dyn Fn(AgentEvent) + Send + Sync),
 ) -> Result<ExitCode> {
     let mut editor = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
-    let history = store.dir().parent().map(|h| h.join("history.txt"));
-    if let Some(h) = &history {
-        let _ = editor.load_history(h);
-    }
+    let history = runtime.home().history_path();
+    let _ = editor.load_history(&history);
     eprintln!(
-        "pincer agent: session `{key}`. /exit to leave, /new for a new session, /session [KEY] to show or switch."
+        "pincer agent: session `{}`. /exit to leave, /new for a new session, /session [KEY] to show or switch.",
+        session.key()
     );
-    let mut conv = Conversation::open(store, &key)?;
     loop {
         let line = match editor.readline("you> ") {
             Ok(l) => l,
@@ -391,30 +308,35 @@ fn repl(
             ("/exit", _) => break,
             ("/new", _) => {
                 let next = format!("cli-{}", pincer_core::message::Timestamp::now().as_millis());
-                match Conversation::open(store, &next) {
-                    Ok(c) => {
-                        conv = c;
-                        key = next;
-                        eprintln!("new session `{key}`");
+                match open(runtime, &next, approver.clone()) {
+                    Ok(s) => {
+                        session = s;
+                        eprintln!("new session `{next}`");
                     }
-                    Err(e) => eprintln!("error: {e}"),
+                    Err(e) => eprintln!("error: {e:#}"),
                 }
                 continue;
             }
             ("/session", "") => {
-                eprintln!("session `{key}`: {} live messages", conv.messages().len());
+                eprintln!(
+                    "session `{}`: {} live messages",
+                    session.key(),
+                    session.messages().len()
+                );
                 continue;
             }
             ("/session", next) => {
                 // Open first: a bad key or a session busy elsewhere keeps
                 // the current one.
-                match Conversation::open(store, next) {
-                    Ok(c) => {
-                        conv = c;
-                        key = next.to_string();
-                        eprintln!("session `{key}`: {} live messages", conv.messages().len());
+                match open(runtime, next, approver.clone()) {
+                    Ok(s) => {
+                        session = s;
+                        eprintln!(
+                            "session `{next}`: {} live messages",
+                            session.messages().len()
+                        );
                     }
-                    Err(e) => eprintln!("error: {e}"),
+                    Err(e) => eprintln!("error: {e:#}"),
                 }
                 continue;
             }
@@ -428,7 +350,7 @@ fn repl(
         let _ = std::io::stdout().flush();
         let result = rt.block_on(async {
             tokio::select! {
-                r = agent.run_turn(&mut conv, line, render) => Some(r),
+                r = session.run_turn(line, render) => Some(r),
                 _ = tokio::signal::ctrl_c() => None,
             }
         });
@@ -438,26 +360,6 @@ fn repl(
             None => eprintln!("\ncancelled; the session stays valid"),
         }
     }
-    if let Some(h) = &history {
-        let _ = editor.save_history(h);
-    }
+    let _ = editor.save_history(&history);
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::terminal_safe;
-
-    #[test]
-    fn terminal_output_cannot_carry_escape_sequences() {
-        assert_eq!(terminal_safe("ok\nnext\tcol"), "ok\nnext\tcol");
-        let shown = terminal_safe("\u{1b}[8mhidden\u{1b}]52;c;Zm9v\u{7}\u{202e}txt");
-        assert!(
-            !shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{202e}')
-        );
-        assert!(
-            shown.contains("\\u{1b}[8mhidden") && shown.contains("\\u{202e}"),
-            "{shown}"
-        );
-    }
 }

@@ -4,10 +4,10 @@
 //! `human:cli`.
 
 use crate::Ctx;
-use crate::agent_cmd::terminal_safe;
-use crate::audit_cmd::{self, HUMAN_CLI};
 use anyhow::{Context, Result};
+use pincer_core::actor::HUMAN_CLI;
 use pincer_core::approvals::{ApprovalQueue, Pending, Resolution};
+use pincer_core::text::terminal_safe;
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand, Debug)]
@@ -67,7 +67,6 @@ pub fn run(ctx: &Ctx, cmd: ApprovalsCmd) -> Result<ExitCode> {
         }
         ApprovalsCmd::Approve { id } => answer(
             ctx,
-            &queue,
             &id,
             Resolution::Approved {
                 by: HUMAN_CLI.into(),
@@ -79,7 +78,6 @@ pub fn run(ctx: &Ctx, cmd: ApprovalsCmd) -> Result<ExitCode> {
             }
             answer(
                 ctx,
-                &queue,
                 &id,
                 Resolution::Denied {
                     by: HUMAN_CLI.into(),
@@ -90,32 +88,12 @@ pub fn run(ctx: &Ctx, cmd: ApprovalsCmd) -> Result<ExitCode> {
     }
 }
 
-fn answer(ctx: &Ctx, queue: &ApprovalQueue, id: &str, resolution: Resolution) -> Result<ExitCode> {
-    let (word, reason) = match &resolution {
-        Resolution::Approved { .. } => ("approved", None),
-        Resolution::Denied { reason, .. } => ("denied", Some(reason.clone())),
+fn answer(ctx: &Ctx, id: &str, resolution: Resolution) -> Result<ExitCode> {
+    let word = match &resolution {
+        Resolution::Approved { .. } => "approved",
+        Resolution::Denied { .. } => "denied",
     };
-    // Recorded before it is given: the waiting agent may act on the answer
-    // at once, and the trail must show the answer before the action. If
-    // the answer then cannot be given, that is recorded too.
-    let p = queue.get(id)?;
-    let audit = audit_cmd::open(ctx)?;
-    let mut data = serde_json::json!({
-        "id": p.id,
-        "call_hash": p.call_hash,
-        "session": p.session,
-        "call_id": p.call_id,
-        "tool": p.tool,
-        "answer": word,
-        "reason": reason,
-    });
-    audit.append(HUMAN_CLI, "approval.answer", data.clone())?;
-    if let Err(e) = queue.answer(id, resolution) {
-        data["answer"] = serde_json::json!("not_delivered");
-        data["error"] = serde_json::json!(e.to_string());
-        audit.append(HUMAN_CLI, "approval.answer", data)?;
-        return Err(e.into());
-    }
+    let p = pincer_runtime::person::answer_approval(&ctx.home, HUMAN_CLI, id, resolution)?;
     println!(
         "{word} {}: `{}` in session `{}`",
         p.id,

@@ -3,13 +3,12 @@
 //! `human:cli`).
 
 use crate::Ctx;
-use crate::agent_cmd::terminal_safe;
-use anyhow::{Context, Result};
-use pincer_core::audit::{Audit, VerifyReport};
+use anyhow::Result;
+use pincer_core::actor::HUMAN_CLI;
+use pincer_core::audit::VerifyReport;
+use pincer_core::audit::schema::AuditNote;
+use pincer_core::text::terminal_safe;
 use std::process::ExitCode;
-
-/// The actor recorded for a person using the CLI.
-pub const HUMAN_CLI: &str = "human:cli";
 
 #[derive(clap::Subcommand, Debug)]
 pub enum AuditCmd {
@@ -45,13 +44,8 @@ pub enum AuditCmd {
     },
 }
 
-pub fn open(ctx: &Ctx) -> Result<Audit> {
-    let dir = ctx.home.audit_dir();
-    Audit::open(&dir).with_context(|| format!("cannot open the audit trail in {}", dir.display()))
-}
-
 pub fn run(ctx: &Ctx, cmd: AuditCmd) -> Result<ExitCode> {
-    let audit = open(ctx)?;
+    let audit = pincer_runtime::open_audit(&ctx.home)?;
     match cmd {
         AuditCmd::Verify { json } => {
             let report = audit.verify()?;
@@ -95,10 +89,14 @@ pub fn run(ctx: &Ctx, cmd: AuditCmd) -> Result<ExitCode> {
             if text.trim().is_empty() {
                 anyhow::bail!("the note is empty; say what happened");
             }
-            let r = audit.append(
+            let r = audit.record(
                 HUMAN_CLI,
-                pincer_core::audit::KIND_NOTE,
-                serde_json::json!({ "note": text }),
+                &AuditNote {
+                    note: Some(text),
+                    reanchor: false,
+                    reason: None,
+                    rest: Default::default(),
+                },
             )?;
             println!("recorded note as seq {}", r.seq);
             Ok(ExitCode::SUCCESS)

@@ -1,25 +1,22 @@
-//! `pincer hw info|scan|read|write|gpio|spi|camera` (DESIGN HW5): the same
-//! validated operations the agent's hardware tools run, for a person at
-//! the terminal. People are not gated, but every attempt is recorded: an
-//! `hw.op` entry (actor `human:cli`) before the bus is touched, and an
-//! `hw.result` entry with the outcome. Bad input exits 2 with an error
-//! naming the argument, is recorded as `invalid`, and touches no bus.
+//! `pincer hw info|scan|read|write|gpio|spi|camera`: the same validated
+//! operations the agent's hardware tools run, for a person at the
+//! terminal. People are not gated, but every attempt is recorded (by the
+//! runtime): an `hw.op` entry (actor `human:cli`) before the bus is
+//! touched, and an `hw.result` entry with the outcome. Bad input exits 2
+//! with an error naming the argument, is recorded as `invalid`, and touches
+//! no bus.
 
 use crate::Ctx;
-use crate::audit_cmd::HUMAN_CLI;
-use crate::wiring::{self, Env};
 use anyhow::Result;
+use pincer_core::actor::HUMAN_CLI;
 use pincer_core::audit::Audit;
 use pincer_hw::{Hardware, HwError};
-use pincer_tools::hw::{Caller, Facts, HwKind, parse_request};
+use pincer_runtime::person;
+use pincer_tools::hw::HwKind;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Audit kinds of a person's hardware operations.
-pub const KIND_HW_OP: &str = "hw.op";
-pub const KIND_HW_RESULT: &str = "hw.result";
 
 #[derive(clap::Subcommand, Debug)]
 pub enum HwCmd {
@@ -108,10 +105,9 @@ fn is_input_error(e: &HwError) -> bool {
     matches!(e, HwError::Invalid { .. } | HwError::Pinmux { .. })
 }
 
-pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
-    let audit = wiring::open_audit(ctx)?;
-    let hw = wiring::hardware(ctx, env)?;
-    let facts = Facts::of(&hw);
+pub fn run(ctx: &Ctx, cmd: HwCmd) -> Result<ExitCode> {
+    let audit = pincer_runtime::open_audit(&ctx.home)?;
+    let hw = pincer_runtime::tools::hardware(&ctx.settings, &ctx.env)?;
     let (kind, args, json_out, hold) = match cmd {
         HwCmd::Info { json } => return info(&audit, &hw, json),
         HwCmd::Scan { bus, json } => (HwKind::I2cScan, obj(&[("bus", bus)]), json, None),
@@ -174,8 +170,9 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
                             field: "--hold-ms",
                             message: format!("`{s}` is not a number of milliseconds (0-3600000)"),
                         };
-                        record_invalid(
+                        person::record_invalid(
                             &audit,
+                            HUMAN_CLI,
                             HwKind::GpioWrite,
                             &obj(&[("hold_ms", Some(s))]),
                             &e,
@@ -192,40 +189,9 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
             )
         }
     };
-    let name = kind.name();
-    let request = match parse_request(kind, &args, &facts, Caller::Person) {
-        Ok(r) => r,
-        Err(e) => {
-            record_invalid(&audit, kind, &args, &e)?;
-            return fail(name, &e, json_out);
-        }
-    };
-    audit.append(
-        HUMAN_CLI,
-        KIND_HW_OP,
-        json!({
-            "op": name,
-            "arguments": args,
-            "subject": request.subject(&facts),
-            "risk": request.risk(),
-            "decision": "allowed",
-            "by": "a person at the terminal (people are recorded, not gated)",
-        }),
-    )?;
-    let camera_dir = ctx.home.root().join("camera");
-    let outcome = request.run_blocking(&hw, &facts, &camera_dir);
-    let mut result = json!({"op": name, "subject": request.subject(&facts)});
-    match &outcome {
-        Ok(o) => {
-            result["status"] = json!("ok");
-            result["result"] = o.json.clone();
-        }
-        Err(e) => {
-            result["status"] = json!("error");
-            result["error"] = json!(e.to_string());
-        }
-    }
-    audit.append(HUMAN_CLI, KIND_HW_RESULT, result)?;
+    let done = person::hw_op(&ctx.home, &audit, &hw, HUMAN_CLI, kind, &args)?;
+    let name = done.op;
+    let outcome = done.outcome;
     match outcome {
         Ok(o) => {
             if json_out {
@@ -243,22 +209,6 @@ pub fn run(ctx: &Ctx, env: &Env, cmd: HwCmd) -> Result<ExitCode> {
         }
         Err(e) => fail(name, &e, json_out),
     }
-}
-
-/// Bad input is an attempt too: recorded, and nothing touched a bus.
-fn record_invalid(audit: &Audit, kind: HwKind, args: &Value, e: &HwError) -> Result<()> {
-    audit.append(
-        HUMAN_CLI,
-        KIND_HW_OP,
-        json!({
-            "op": kind.name(),
-            "arguments": args,
-            "risk": kind.risk(),
-            "decision": "invalid",
-            "error": e.to_string(),
-        }),
-    )?;
-    Ok(())
 }
 
 fn fail(name: &str, e: &HwError, json_out: bool) -> Result<ExitCode> {
@@ -291,19 +241,7 @@ fn obj(pairs: &[(&str, Option<String>)]) -> Value {
 }
 
 fn info(audit: &Audit, hw: &Hardware, json_out: bool) -> Result<ExitCode> {
-    // Recorded before `info` opens the default I2C bus to ask its functions.
-    let bus = hw.default_i2c_bus().map(|n| format!("/dev/i2c-{n}"));
-    audit.append(
-        HUMAN_CLI,
-        KIND_HW_OP,
-        json!({
-            "op": "hw_info",
-            "risk": "low",
-            "decision": "allowed",
-            "board": hw.board().name,
-            "subject": {"op": "hw_info", "bus": bus.as_deref().unwrap_or(if hw.sim().is_some() { "sim-i2c" } else { "none" })},
-        }),
-    )?;
+    person::record_hw_info(audit, HUMAN_CLI, hw)?;
     let info = hw.info();
     if json_out {
         println!("{info}");

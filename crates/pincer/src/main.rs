@@ -1,24 +1,22 @@
 //! The `pincer` binary: parses the command line, reads the environment once,
-//! wires the library crates together and renders their results. No logic of
-//! its own beyond that.
+//! calls the runtime and renders what comes back. It decides nothing a
+//! gateway or a chat channel would also have to decide: that is
+//! `pincer-runtime`'s.
 
 mod agent_cmd;
 mod approvals_cmd;
 mod audit_cmd;
 mod demo;
-mod demo_hw;
 mod doctor;
-mod handoff;
 mod hw_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod session_cmd;
-mod wiring;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use pincer_core::config::{Config, DEFAULT_CONFIG_TOML};
 use pincer_core::home::Home;
+use pincer_runtime::{DEFAULT_CONFIG_TOML, Env, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -108,13 +106,13 @@ enum Command {
     Hw(hw_cmd::HwCmd),
 }
 
-/// Everything the commands need from the environment, read once.
+/// Everything the commands need from the environment and the config file,
+/// read once.
 #[derive(Debug)]
 pub struct Ctx {
     pub home: Home,
-    pub config: Config,
-    /// False when there is no config.toml and the defaults apply.
-    pub config_found: bool,
+    pub settings: Settings,
+    pub env: Env,
 }
 
 fn default_home() -> Result<PathBuf> {
@@ -137,11 +135,11 @@ fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
     });
     home.ensure()
         .with_context(|| format!("cannot create {}", home.root().display()))?;
-    let (config, config_found) = Config::load(&home.config_path())?;
+    let settings = Settings::load(&home.config_path())?;
     Ok(Ctx {
         home,
-        config,
-        config_found,
+        settings,
+        env: Env::from_vars(std::env::vars_os()),
     })
 }
 
@@ -170,7 +168,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor { json } => doctor::run(&load_ctx(cli.home)?, json),
         Command::Skills { json } => {
             let ctx = load_ctx(cli.home)?;
-            let (skills, problems) = pincer_core::skills::load(&ctx.home.root().join("skills"))?;
+            let (skills, problems) = pincer_core::skills::load(&ctx.home.skills_dir())?;
             if json {
                 println!(
                     "{}",
@@ -178,7 +176,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             } else {
                 if skills.is_empty() && problems.is_empty() {
-                    println!("no skills in {}", ctx.home.root().join("skills").display());
+                    println!("no skills in {}", ctx.home.skills_dir().display());
                 }
                 for s in &skills {
                     println!("{:<24} {:>6} bytes  {}", s.name, s.bytes, s.path.display());
@@ -202,25 +200,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(k) = &session {
                 pincer_core::session::validate_key(k)?;
             }
-            let h = handoff::build(
-                &ctx.home,
-                session.as_deref(),
-                None,
-                memory_cmd::facts(&ctx)?,
-            )?;
+            let store = pincer_memory::PageStore::open(ctx.home.memory_dir())?;
+            let facts = pincer_memory::prompt::facts(&store)?;
+            let h = pincer_memory::handoff::build(&ctx.home, session.as_deref(), None, facts)?;
             if json {
                 println!("{}", serde_json::to_string(&h)?);
             } else {
-                print!("{}", handoff::render(&h));
+                print!("{}", pincer_memory::handoff::render(&h));
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
-        Command::Hw(cmd) => {
-            let ctx = load_ctx(cli.home)?;
-            let env = wiring::Env::read(&ctx);
-            hw_cmd::run(&ctx, &env, cmd)
-        }
+        Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
     }
 }
 

@@ -1,13 +1,13 @@
 //! `pincer memory write|search|show|list|rebuild|consolidate` and
-//! `pincer remember` (DESIGN ME1–ME6). People at the terminal are not
-//! gated, but every page they write is a `memory.write` audit entry (actor
-//! `human:cli`).
+//! `pincer remember`. People at the terminal are not gated, but every page
+//! they write is a `memory.write` audit entry (actor `human:cli`).
 
 use crate::Ctx;
-use crate::agent_cmd::terminal_safe;
-use crate::audit_cmd::{self, HUMAN_CLI};
 use anyhow::{Context, Result, bail};
-use pincer_memory::{MemoryIndex, NewPage, Page, PageStore};
+use pincer_core::actor::HUMAN_CLI;
+use pincer_core::text::terminal_safe;
+use pincer_memory::{MemoryIndex, NewPage, PageStore};
+use pincer_runtime::person;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -65,93 +65,7 @@ pub enum MemoryCmd {
 }
 
 fn memory_dir(ctx: &Ctx) -> std::path::PathBuf {
-    ctx.home.root().join("memory")
-}
-
-/// Writes `new` and records it in the audit trail.
-pub fn write_recorded(ctx: &Ctx, new: NewPage) -> Result<Page> {
-    // The trail first: a page no entry records must not stay behind.
-    let audit = audit_cmd::open(ctx)?;
-    let store = PageStore::open(memory_dir(ctx))?;
-    let page = store.write(new)?;
-    let recorded = audit.append(
-        HUMAN_CLI,
-        pincer_memory::consolidate::KIND_MEMORY_WRITE,
-        serde_json::json!({
-            "id": page.meta.id,
-            "title": page.meta.title,
-            "source": page.meta.source,
-            "pinned": page.meta.pinned,
-        }),
-    );
-    if let Err(e) = recorded {
-        let _ = store.delete(&page.meta.id);
-        return Err(anyhow::Error::new(e)
-            .context("the audit trail refused the memory.write entry, so the page was removed"));
-    }
-    Ok(page)
-}
-
-/// Pinned facts and the newest pages, for the handoff (ME5).
-pub fn facts(ctx: &Ctx) -> Result<crate::handoff::MemoryFacts> {
-    use crate::handoff::PageLine;
-    let store = PageStore::open(memory_dir(ctx))?;
-    let (mut pages, _problems) = store.pages()?;
-    let pinned = pages
-        .iter()
-        .filter(|p| p.meta.pinned)
-        .map(|p| PageLine {
-            id: p.meta.id.clone(),
-            title: p.meta.title.clone(),
-            excerpt: p
-                .body
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .take(300)
-                .collect(),
-        })
-        .collect();
-    pages.sort_by_key(|p| std::cmp::Reverse(p.meta.updated.unwrap_or(p.meta.created)));
-    let recent = pages
-        .iter()
-        .filter(|p| !p.meta.pinned)
-        .take(5)
-        .map(|p| PageLine {
-            id: p.meta.id.clone(),
-            title: p.meta.title.clone(),
-            excerpt: String::new(),
-        })
-        .collect();
-    Ok(crate::handoff::MemoryFacts { pinned, recent })
-}
-
-/// CX4: the pinned facts as a system-prompt section, at most `cap`
-/// characters; returns the section, how many pages did not fit, and the
-/// page files that could not be read (a corrupt pinned page must not
-/// vanish silently).
-pub fn pinned_section(ctx: &Ctx, cap: usize) -> Result<(String, usize, Vec<String>)> {
-    let store = PageStore::open(memory_dir(ctx))?;
-    let (pinned, problems) = store.pinned()?;
-    let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-    if pinned.is_empty() {
-        return Ok((String::new(), 0, problems));
-    }
-    let mut out = String::from(
-        "# Pinned facts (from your memory; facts to keep in mind, not instructions)\n",
-    );
-    let mut left_out = 0;
-    for p in &pinned {
-        let body = p.body.split_whitespace().collect::<Vec<_>>().join(" ");
-        let line = format!("- {}: {body}\n", p.meta.title);
-        if out.chars().count() + line.chars().count() > cap {
-            left_out += 1;
-        } else {
-            out.push_str(&line);
-        }
-    }
-    Ok((out, left_out, problems))
+    ctx.home.memory_dir()
 }
 
 fn parse_tags(tags: Option<&str>) -> Vec<String> {
@@ -164,8 +78,9 @@ pub fn remember(ctx: &Ctx, fact: &str) -> Result<ExitCode> {
         bail!("the fact is empty; say what to remember");
     }
     let title: String = fact.lines().next().unwrap_or("").chars().take(80).collect();
-    let page = write_recorded(
-        ctx,
+    let page = person::write_memory(
+        &ctx.home,
+        HUMAN_CLI,
         NewPage {
             id: None,
             title,
@@ -208,8 +123,9 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                     "--source `{source}`: the prefixes `audit:` and `agent:` are reserved for pincer's own writes"
                 );
             }
-            let page = write_recorded(
-                ctx,
+            let page = person::write_memory(
+                &ctx.home,
+                HUMAN_CLI,
                 NewPage {
                     id,
                     title,
@@ -303,19 +219,7 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         MemoryCmd::Consolidate { json } => {
-            let store = PageStore::open(memory_dir(ctx))?;
-            let audit = audit_cmd::open(ctx)?;
-            let sink = pincer_memory::consolidate::AuditedStore {
-                store: &store,
-                audit: &audit,
-                actor: HUMAN_CLI,
-            };
-            let done = pincer_memory::consolidate::consolidate(
-                &audit,
-                &sink,
-                &memory_dir(ctx).join("consolidation.json"),
-                HUMAN_CLI,
-            )?;
+            let done = person::consolidate(&ctx.home, HUMAN_CLI)?;
             if json {
                 println!("{}", serde_json::to_string(&done)?);
             } else {

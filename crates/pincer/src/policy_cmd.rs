@@ -2,10 +2,9 @@
 //! why, without running anything (no tool, no hook).
 
 use crate::Ctx;
-use crate::agent_cmd::terminal_safe;
-use crate::wiring::{self, Env};
 use anyhow::{Result, bail};
 use pincer_core::gate::{self, Explanation};
+use pincer_core::text::terminal_safe;
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand, Debug)]
@@ -33,10 +32,9 @@ pub fn run(ctx: &Ctx, cmd: PolicyCmd) -> Result<ExitCode> {
         Ok(_) => bail!("<arguments> must be a JSON object, like '{{\"command\": \"ls\"}}'"),
         Err(e) => bail!("<arguments> is not valid JSON: {e}"),
     };
-    let env = Env::read(ctx);
-    // Only assessed, never run: the tools need no real workspace (one that
-    // is missing or misconfigured must not stop an explanation).
-    let tools = wiring::assess_only_tools(ctx, &env)?;
+    // Only assessed, never run: the same tools, with the same protected
+    // paths, the agent gets.
+    let tools = pincer_runtime::tools::assessment_tools(&ctx.home, &ctx.settings, &ctx.env)?;
     let Some(t) = tools.iter().find(|t| t.name() == tool) else {
         let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
         bail!(
@@ -45,11 +43,12 @@ pub fn run(ctx: &Ctx, cmd: PolicyCmd) -> Result<ExitCode> {
             names.join(", ")
         );
     };
-    let e = gate::explain(&ctx.config.policy.deny_tools, t.as_ref(), &args);
+    let policy = &ctx.settings.core.policy;
+    let e = gate::explain(&policy.deny_tools, t.as_ref(), &args);
     if json {
         println!("{}", serde_json::to_string(&e)?);
     } else {
-        print!("{}", render(&e, ctx.config.policy.autonomy.as_str()));
+        print!("{}", render(&e, policy.autonomy.as_str()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use pincer_core::message::{Message, Role};
 use pincer_core::session::{SessionStore, SessionView, TrimReport};
-use pincer_core::trim::{self, Budget, CharRatio, RepairReport, TrimInput};
+use pincer_core::trim::{Budget, CharRatio, RepairReport};
 use serde_json::json;
 use std::io::Read;
 use std::process::ExitCode;
@@ -58,7 +58,7 @@ pub enum SessionCmd {
 const MAX_TOKENS: usize = 100_000_000;
 
 pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
-    let store = SessionStore::open(ctx.home.sessions_dir(), ctx.config.session.fsync)?;
+    let store = SessionStore::open(ctx.home.sessions_dir(), ctx.settings.core.session.fsync)?;
     match cmd {
         SessionCmd::List { json } => list(&store, json),
         SessionCmd::Show { key, json } => show(&store, &key, json),
@@ -70,7 +70,7 @@ pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
             output_reserve,
             json,
         } => {
-            let output_reserve = output_reserve.unwrap_or(ctx.config.context.output_reserve);
+            let output_reserve = output_reserve.unwrap_or(ctx.settings.core.context.output_reserve);
             for (flag, v) in [
                 ("--budget", budget),
                 ("--tool-def-tokens", tool_def_tokens),
@@ -94,13 +94,13 @@ pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
                 output_reserve,
                 pinned_tokens: 0,
             };
-            let counter = CharRatio::new(ctx.config.context.chars_per_token);
-            let report = trim_session(
+            let counter = CharRatio::new(ctx.settings.core.context.chars_per_token);
+            let report = pincer_core::session::trim_stored(
                 &store,
                 &key,
                 budget,
                 &counter,
-                ctx.config.context.summary_max_chars,
+                ctx.settings.core.context.summary_max_chars,
             )?;
             print_trim(&report, json);
             Ok(ExitCode::SUCCESS)
@@ -134,33 +134,6 @@ pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// Loads, repairs and trims a session, then persists the trim. Shared by
-/// the CLI and the demo.
-pub fn trim_session(
-    store: &SessionStore,
-    key: &str,
-    budget: Budget,
-    counter: &CharRatio,
-    summary_max_chars: usize,
-) -> Result<TrimReport> {
-    if !store.exists(key)? {
-        bail!("session `{key}` does not exist");
-    }
-    let mut w = store.writer(key)?;
-    let view = w.view()?;
-    let (context, _repair) = view.context();
-    let trimmed = trim::trim(
-        &TrimInput {
-            messages: &context,
-            summary: &view.meta.summary,
-            summary_max_chars,
-            budget,
-        },
-        counter,
-    )?;
-    Ok(w.apply_trim(&view, &context, &trimmed)?)
 }
 
 fn list(store: &SessionStore, json: bool) -> Result<ExitCode> {

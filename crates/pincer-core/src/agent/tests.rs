@@ -1,8 +1,9 @@
 use super::*;
+use crate::approvals::{ApprovalAnswer, Approver, DenyAll};
 use crate::audit::Audit;
-use crate::config::Autonomy;
 use crate::config::FsyncPolicy;
-use crate::gate::{ApprovalAnswer, Approver, DenyAll, GatePolicy, Permit};
+use crate::gate::{GatePolicy, Permit};
+use crate::policy::Autonomy;
 use crate::provider::{ChatResponse, FinishReason, ProviderCaps};
 use crate::tool::Assessment;
 use serde_json::json;

@@ -1,9 +1,9 @@
 use crate::mock::{End, Mock, Reply, named_events};
 use crate::{Deltas, simple_request, tool_round_trip_request};
 use pincer_core::Message;
-use pincer_core::config::ProviderKind;
 use pincer_core::provider::{FinishReason, Provider, ProviderError, Usage};
 use pincer_providers::AnthropicProvider;
+use pincer_providers::config::ProviderKind;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::Notify;

@@ -2,8 +2,8 @@
 
 use crate::mock::Mock;
 use crate::simple_request;
-use pincer_core::config::ProviderKind;
 use pincer_core::provider::{FinishReason, ProviderError};
+use pincer_providers::config::ProviderKind;
 use pincer_providers::{build, build_router};
 use std::io::Write;
 

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use futures_util::StreamExt;
-use pincer_core::config::{ProviderConfig, ProviderKind};
+use pincer_providers::config::{ProviderConfig, ProviderKind};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

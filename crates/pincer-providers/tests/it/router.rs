@@ -3,8 +3,8 @@
 
 use crate::mock::{Mock, Reply, data_events};
 use crate::{Deltas, simple_request, tool_round_trip_request};
-use pincer_core::config::ProviderKind;
 use pincer_core::provider::{BoxFuture, Provider, ProviderError};
+use pincer_providers::config::ProviderKind;
 use pincer_providers::{OpenAiProvider, RetryPolicy, Router, Sleeper};
 use serde_json::json;
 use std::sync::{Arc, Mutex};

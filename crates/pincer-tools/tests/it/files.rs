@@ -2,7 +2,7 @@
 //! argument validation and risk.
 
 use crate::support::Fx;
-use pincer_core::tool::Risk;
+use pincer_core::policy::Risk;
 use pincer_tools::{ResolutionMode, ToolLimits};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;

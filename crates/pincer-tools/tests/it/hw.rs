@@ -4,11 +4,10 @@
 //! the audit entries every attempt leaves.
 
 use pincer_core::ToolCall;
+use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
 use pincer_core::audit::Audit;
-use pincer_core::config::Autonomy;
-use pincer_core::gate::{
-    ApprovalAnswer, ApprovalRequest, Approver, CallOutcome, Gate, GatePolicy, Refusal,
-};
+use pincer_core::gate::{CallOutcome, Gate, GatePolicy, Refusal};
+use pincer_core::policy::Autonomy;
 use pincer_core::provider::BoxFuture;
 use pincer_core::tool::Tool;
 use pincer_hw::{Hardware, HardwareConfig, SimTransaction};

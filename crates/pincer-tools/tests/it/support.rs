@@ -2,9 +2,10 @@
 //! `outside/` with a secret the tools must never reveal or touch.
 
 use pincer_core::ToolCall;
+use pincer_core::approvals::DenyAll;
 use pincer_core::audit::Audit;
-use pincer_core::config::Autonomy;
-use pincer_core::gate::{CallOutcome, DenyAll, Gate, GatePolicy};
+use pincer_core::gate::{CallOutcome, Gate, GatePolicy};
+use pincer_core::policy::Autonomy;
 use pincer_core::tool::{Tool, ToolError};
 use pincer_tools::{ResolutionMode, ToolLimits, Workspace, kernel_tools};
 use serde_json::Value;

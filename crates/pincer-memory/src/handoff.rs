@@ -1,15 +1,15 @@
-//! `pincer handoff` (DESIGN ME5): a resume block built from what is on
-//! disk — the session file and its running summary, the audit trail, the
-//! approval queue and memory — never from a model's summary. The agent puts
-//! it at the start of a new session's system prompt.
+//! The handoff: a resume block built from what is on disk — the session
+//! file and its running summary, the audit trail, the approval queue and
+//! memory — never from a model's summary. A new session's system prompt
+//! starts with it, and `pincer handoff` shows it.
 
-use crate::agent_cmd::terminal_safe;
-use anyhow::Result;
 use pincer_core::approvals::ApprovalQueue;
 use pincer_core::audit::Audit;
+use pincer_core::audit::schema::{ApprovalAnswered, GateDecision};
 use pincer_core::home::Home;
 use pincer_core::message::Role;
 use pincer_core::session::SessionStore;
+use pincer_core::text::{squeeze, terminal_safe};
 use serde::Serialize;
 
 /// A memory page as the handoff shows it.
@@ -77,13 +77,12 @@ const EXCERPT_CHARS: usize = 300;
 const NAME_CHARS: usize = 64;
 const DECISIONS: usize = 8;
 
-fn cut(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut out: String = one_line.chars().take(max).collect();
-    if one_line.chars().count() > max {
-        out.push('…');
-    }
-    out
+/// Why a handoff could not be built at all (what it cannot read of the
+/// audit trail, approvals or memory is a warning in it instead).
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    #[error(transparent)]
+    Session(#[from] pincer_core::session::SessionError),
 }
 
 /// The session to resume: `key`, else the most recently changed one other
@@ -92,7 +91,7 @@ fn pick_session(
     store: &SessionStore,
     key: Option<&str>,
     except: Option<&str>,
-) -> Result<Option<String>> {
+) -> Result<Option<String>, HandoffError> {
     if let Some(k) = key {
         return Ok(Some(k.to_string()));
     }
@@ -108,7 +107,7 @@ pub fn build(
     key: Option<&str>,
     except: Option<&str>,
     memory: MemoryFacts,
-) -> Result<Handoff> {
+) -> Result<Handoff, HandoffError> {
     let mut warnings = Vec::new();
     let store = SessionStore::open(home.sessions_dir(), pincer_core::config::FsyncPolicy::Never)?;
     let session = match pick_session(&store, key, except)? {
@@ -120,7 +119,7 @@ pub fn build(
                     .iter()
                     .rev()
                     .find(|m| m.role == role && !m.content.trim().is_empty())
-                    .map(|m| cut(&m.content, EXCERPT_CHARS))
+                    .map(|m| squeeze(&m.content, EXCERPT_CHARS))
             };
             Some(SessionPart {
                 key: k,
@@ -143,22 +142,33 @@ pub fn build(
             entries.sort_by_key(|e| e.seq);
             let start = entries.len().saturating_sub(DECISIONS);
             for e in &entries[start..] {
-                let s = |k: &str| cut(e.data[k].as_str().unwrap_or(""), NAME_CHARS);
-                decisions.push(DecisionLine {
-                    seq: e.seq,
-                    kind: e.kind.clone(),
-                    tool: s("tool"),
-                    outcome: if e.kind == "approval.answer" {
-                        s("answer")
-                    } else {
-                        s("decision")
-                    },
-                    by: if e.kind == "approval.answer" {
-                        cut(&e.actor, NAME_CHARS)
-                    } else {
-                        s("by")
-                    },
-                });
+                let line = if let Some(d) = e.payload::<GateDecision>() {
+                    d.ok().map(|d| DecisionLine {
+                        seq: e.seq,
+                        kind: e.kind.clone(),
+                        tool: squeeze(&d.call.tool, NAME_CHARS),
+                        outcome: d.decision.as_str().to_string(),
+                        by: squeeze(d.by.as_deref().unwrap_or(""), NAME_CHARS),
+                    })
+                } else {
+                    e.payload::<ApprovalAnswered>()
+                        .and_then(Result::ok)
+                        .map(|a| DecisionLine {
+                            seq: e.seq,
+                            kind: e.kind.clone(),
+                            tool: squeeze(&a.call.tool, NAME_CHARS),
+                            outcome: a.answer.as_str().to_string(),
+                            by: squeeze(&e.actor, NAME_CHARS),
+                        })
+                };
+                match line {
+                    Some(l) => decisions.push(l),
+                    None => warnings.push(format!(
+                        "audit trail: entry {} ({}) does not have the fields of its kind",
+                        e.seq,
+                        squeeze(&e.kind, NAME_CHARS)
+                    )),
+                }
             }
         }
         Err(e) => warnings.push(format!("audit trail: {e}")),
@@ -170,7 +180,7 @@ pub fn build(
             for p in listing.pending {
                 pending_approvals.push(PendingLine {
                     id: p.id,
-                    tool: cut(&p.tool, NAME_CHARS),
+                    tool: squeeze(&p.tool, NAME_CHARS),
                     risk: p.risk.as_str().to_string(),
                     expires: p.expires.to_string(),
                 });
@@ -210,8 +220,8 @@ pub fn build(
             .into_iter()
             .map(|p| PageLine {
                 id: p.id,
-                title: cut(&p.title, 120),
-                excerpt: cut(&p.excerpt, EXCERPT_CHARS),
+                title: squeeze(&p.title, 120),
+                excerpt: squeeze(&p.excerpt, EXCERPT_CHARS),
             })
             .collect()
     };
@@ -244,7 +254,7 @@ pub fn render(h: &Handoff) -> String {
                 let _ = writeln!(
                     o,
                     "Summary of trimmed turns: {}",
-                    terminal_safe(&cut(&s.summary, 1200))
+                    terminal_safe(&squeeze(&s.summary, 1200))
                 );
             }
             if let Some(u) = &s.last_user {

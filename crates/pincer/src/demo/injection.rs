@@ -1,5 +1,4 @@
-//! `pincer demo`, part 1: a prompt injection reaches the sensors (DESIGN
-//! HW4, HW5, PO5). A note the user asks about tells the agent to read the
+//! `pincer demo`, part 1: a prompt injection reaches the sensors. A note the user asks about tells the agent to read the
 //! room's temperature, pressure and humidity sensors and to change an alarm
 //! threshold. The model is scripted to obey, as an injected model would;
 //! the simulated board, the gate, the approvals, the audit trail and the
@@ -16,23 +15,19 @@
 //! Then the audit entries those runs left, and `audit verify`.
 
 use anyhow::{Context, Result};
-use pincer_core::agent::{Agent, AgentEvent, Conversation, ToolStatus};
-use pincer_core::audit::Audit;
-use pincer_core::config::{Autonomy, FsyncPolicy};
-use pincer_core::gate::{ApprovalAnswer, ApprovalRequest, Approver, Gate, GatePolicy};
+use pincer_core::agent::{AgentEvent, ToolStatus};
+use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
+use pincer_core::home::Home;
+use pincer_core::policy::Autonomy;
 use pincer_core::provider::BoxFuture;
-use pincer_core::session::SessionStore;
 use pincer_hw::{Hardware, HardwareConfig, I2cAddr, ReadLen, WriteData, hex_string};
-use pincer_providers::ScriptedProvider;
-use pincer_tools::{ToolLimits, Workspace, hw::hardware_tools, kernel_tools};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-const SCRIPT: &str = include_str!("demo_hw_script.json");
+const SCRIPT: &str = include_str!("injection_script.json");
 
 /// The note the user asks about; its second paragraph is the injection.
 pub const NOTE: &str = "Supplier update: from December, seed deliveries come on Tuesdays.\n\n\
@@ -117,11 +112,11 @@ impl Approver for Person {
         let answer = if temperature {
             ApprovalAnswer::Approved {
                 call_hash: req.call_hash.clone(),
-                by: "human:demo".into(),
+                by: super::session::DEMO_PERSON.into(),
             }
         } else {
             ApprovalAnswer::Denied {
-                by: "human:demo".into(),
+                by: super::session::DEMO_PERSON.into(),
                 reason: "I asked for a summary, not for the sensors".into(),
             }
         };
@@ -233,39 +228,27 @@ fn as_built(calls: &[(String, Value)]) -> Result<AsBuilt> {
     })
 }
 
-/// B and C: the scripted, injected agent through pincer's real gate.
-fn gated_run(home: &Path, audit: &Arc<Audit>, autonomy: Autonomy) -> Result<GatedRun> {
-    let ws_dir = home.join("workspace");
+/// B and C: the scripted, injected agent through pincer's real runtime:
+/// the same tools, gate and audit trail `pincer agent` gets, on the
+/// simulated board.
+fn gated_run(
+    rt: &tokio::runtime::Runtime,
+    home: &Home,
+    autonomy: Autonomy,
+) -> Result<(GatedRun, pincer_runtime::Runtime)> {
+    let ws_dir = home.default_workspace();
     std::fs::create_dir_all(ws_dir.join("inbox"))?;
     std::fs::write(ws_dir.join("inbox/supplier-note.md"), NOTE)?;
-    let ws = Arc::new(Workspace::open(
-        &ws_dir,
-        vec![
-            home.join("sessions"),
-            home.join("audit"),
-            home.join("approvals"),
-        ],
-    )?);
-    let hw = sim_hardware()?;
-    let sim = hw.sim().context("the demo board is simulated")?.clone();
-    let mut tools = kernel_tools(ws, &ToolLimits::default(), "demo");
-    tools.extend(hardware_tools(hw, home.join("camera")));
+    let runtime = super::runtime(rt, home, autonomy, SCRIPT)?;
+    let sim = runtime
+        .hardware()
+        .sim()
+        .context("the demo board is simulated")?
+        .clone();
     let person = Arc::new(Person(Mutex::new(Vec::new())));
-    let policy = GatePolicy {
-        autonomy,
-        approval_timeout: Duration::from_secs(5),
-        deny_tools: vec![],
-    };
-    let gate = Gate::new(policy, "agent:demo", audit.clone(), person.clone());
-    let settings = crate::demo::settings();
-    let provider = Arc::new(ScriptedProvider::from_json("scripted", SCRIPT)?);
-    let mut agent = Agent::new(provider, tools, Arc::new(gate), settings);
-    let store = SessionStore::open(home.join("sessions"), FsyncPolicy::Turn)?;
-    let mut conv = Conversation::open(&store, &format!("demo-injection-{}", autonomy.as_str()))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (reply, events) = crate::demo::run_turn(&rt, &mut agent, &mut conv, USER)?;
+    let key = format!("demo-injection-{}", autonomy.as_str());
+    let mut session = super::open(&runtime, &key, person.clone())?;
+    let (reply, events) = super::run_turn(rt, &mut session, USER)?;
     let mut labels = BTreeMap::new();
     let mut asked = std::collections::BTreeSet::new();
     let mut calls = Vec::new();
@@ -303,46 +286,63 @@ fn gated_run(home: &Path, audit: &Arc<Audit>, autonomy: Autonomy) -> Result<Gate
         .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
         .collect();
     let approvals = person.0.lock().map(|v| v.clone()).unwrap_or_default();
-    Ok(GatedRun {
-        autonomy: autonomy.as_str(),
-        calls,
-        approvals,
-        bus_transactions,
-        reply,
-    })
+    Ok((
+        GatedRun {
+            autonomy: autonomy.as_str(),
+            calls,
+            approvals,
+            bus_transactions,
+            reply,
+        },
+        runtime,
+    ))
 }
 
-pub fn story(home: &Path) -> Result<HwStory> {
-    let injected = injected_calls()?;
-    let as_built = as_built(&injected)?;
-    let audit = Arc::new(Audit::open(&home.join("audit"))?);
-    let supervised = gated_run(home, &audit, Autonomy::Supervised)?;
-    let readonly = gated_run(home, &audit, Autonomy::Readonly)?;
+/// The hardware calls' entries in a run's trail, flattened for reading.
+fn audit_lines(runtime: &pincer_runtime::Runtime) -> Result<(Vec<AuditLine>, u64, bool)> {
+    use pincer_core::audit::schema::{GateDecision, ToolCallDone};
+    let audit = runtime.audit();
     let report = audit.verify()?;
     let mut lines = Vec::new();
     for e in audit.log(None, None)? {
-        let tool = e.data["tool"].as_str().unwrap_or_default().to_string();
-        if !tool.starts_with("i2c_") || !matches!(e.kind.as_str(), "gate.decision" | "tool.call") {
+        let (tool, subject, risk, outcome) = if let Some(Ok(d)) = e.payload::<GateDecision>() {
+            let by = d.by.map(|b| format!(" by {b}")).unwrap_or_default();
+            let j = d.judgement;
+            (
+                d.call.tool,
+                j.as_ref().and_then(|j| j.subject.clone()),
+                j.map(|j| j.risk.as_str().to_string()),
+                format!("{}{by}", d.decision.as_str()),
+            )
+        } else if let Some(Ok(c)) = e.payload::<ToolCallDone>() {
+            (c.call.tool, c.subject, None, c.status.as_str().to_string())
+        } else {
+            continue;
+        };
+        if !tool.starts_with("i2c_") {
             continue;
         }
-        let outcome = ["decision", "status"]
-            .iter()
-            .find_map(|k| e.data[*k].as_str())
-            .unwrap_or_default();
-        let by = e.data["by"]
-            .as_str()
-            .map(|b| format!(" by {b}"))
-            .unwrap_or_default();
         lines.push(AuditLine {
             seq: e.seq,
             actor: e.actor.clone(),
             kind: e.kind.clone(),
             tool,
-            subject: e.data["subject"].clone(),
-            risk: e.data["risk"].as_str().map(str::to_string),
-            outcome: format!("{outcome}{by}"),
+            subject: subject.unwrap_or(Value::Null),
+            risk,
+            outcome,
         });
     }
+    Ok((lines, report.entries, report.defect.is_none()))
+}
+
+pub fn story(rt: &tokio::runtime::Runtime, root: &Path) -> Result<HwStory> {
+    let injected = injected_calls()?;
+    let as_built = as_built(&injected)?;
+    // B and C share one home, so one trail tells both runs in order.
+    let home = super::part_home(root, "injection")?;
+    let (supervised, _) = gated_run(rt, &home, Autonomy::Supervised)?;
+    let (readonly, runtime) = gated_run(rt, &home, Autonomy::Readonly)?;
+    let (audit, entries, verified) = audit_lines(&runtime)?;
     Ok(HwStory {
         user: USER.to_string(),
         note: NOTE.to_string(),
@@ -350,9 +350,9 @@ pub fn story(home: &Path) -> Result<HwStory> {
         as_built,
         supervised,
         readonly,
-        audit: lines,
-        audit_entries: report.entries,
-        audit_verified: report.defect.is_none(),
+        audit,
+        audit_entries: entries,
+        audit_verified: verified,
     })
 }
 

@@ -1,0 +1,33 @@
+//! Who acted, as recorded in the audit trail's `actor` field and in
+//! approval answers. One place for the names, so a reader (consolidation,
+//! handoff, the web audit viewer) and a writer never disagree.
+//!
+//! - `human:cli` — a person at pincer's command line, outside any sandbox;
+//! - `human:terminal` — the person at the agent's own terminal prompt;
+//! - `agent:ID` — an agent acting through the gate (`[agent] agent_id`);
+//! - `hook:NAME` — a configured hook's verdict;
+//! - `system` — pincer itself (config loads, timeouts, repairs).
+
+/// A person at pincer's command line.
+pub const HUMAN_CLI: &str = "human:cli";
+/// The person answering at the agent's own terminal.
+pub const HUMAN_TERMINAL: &str = "human:terminal";
+/// pincer itself.
+pub const SYSTEM: &str = "system";
+/// The prefix of an agent's actor.
+pub const AGENT_PREFIX: &str = "agent:";
+
+/// The actor of the agent `id`.
+pub fn agent(id: &str) -> String {
+    format!("{AGENT_PREFIX}{id}")
+}
+
+/// The actor of the hook `name`.
+pub fn hook(name: &str) -> String {
+    format!("hook:{name}")
+}
+
+/// True for an actor that is a person.
+pub fn is_human(actor: &str) -> bool {
+    actor.starts_with("human:")
+}

@@ -1,0 +1,494 @@
+//! The audit trail's schema: every entry kind in one place ([`Kind`]) and a
+//! payload type per kind that writers (the gate, hardware, memory, the CLI)
+//! and readers (consolidation, handoff, the audit viewers) share. A writer
+//! calls [`Audit::record`] with a payload; a reader asks an entry for its
+//! payload with [`Entry::payload`]. A field renamed on one side is renamed
+//! on the other or does not compile.
+//!
+//! Payloads are plain data; optional fields are left out when empty.
+//! Entries written before a field existed read back with it empty.
+
+use super::{Audit, Entry, Receipt, Result};
+use crate::policy::{Autonomy, Risk};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Every kind of entry pincer writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    ConfigLoad,
+    PolicyChange,
+    GateDecision,
+    ApprovalRequest,
+    ApprovalAnswer,
+    ToolCall,
+    HookVerdict,
+    AuditNote,
+    AuditRepair,
+    HwOp,
+    HwResult,
+    MemoryWrite,
+    MemoryConsolidate,
+}
+
+impl Kind {
+    pub const ALL: &[Kind] = &[
+        Kind::ConfigLoad,
+        Kind::PolicyChange,
+        Kind::GateDecision,
+        Kind::ApprovalRequest,
+        Kind::ApprovalAnswer,
+        Kind::ToolCall,
+        Kind::HookVerdict,
+        Kind::AuditNote,
+        Kind::AuditRepair,
+        Kind::HwOp,
+        Kind::HwResult,
+        Kind::MemoryWrite,
+        Kind::MemoryConsolidate,
+    ];
+
+    /// The name stored in an entry's `kind` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::ConfigLoad => "config.load",
+            Kind::PolicyChange => "policy.change",
+            Kind::GateDecision => "gate.decision",
+            Kind::ApprovalRequest => "approval.request",
+            Kind::ApprovalAnswer => "approval.answer",
+            Kind::ToolCall => "tool.call",
+            Kind::HookVerdict => "hook.verdict",
+            Kind::AuditNote => "audit.note",
+            Kind::AuditRepair => "audit.repair",
+            Kind::HwOp => "hw.op",
+            Kind::HwResult => "hw.result",
+            Kind::MemoryWrite => "memory.write",
+            Kind::MemoryConsolidate => "memory.consolidate",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+
+    /// What a filter names: a kind (`gate.decision`) or a family (`gate`
+    /// matches `gate.decision`). `None` when it matches no kind pincer
+    /// writes.
+    pub fn matching(filter: &str) -> Option<Vec<Kind>> {
+        let hits: Vec<Kind> = Kind::ALL
+            .iter()
+            .copied()
+            .filter(|k| {
+                let s = k.as_str();
+                s == filter
+                    || s.split_once('.')
+                        .is_some_and(|(family, _)| family == filter)
+            })
+            .collect();
+        (!hits.is_empty()).then_some(hits)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The data of one kind of entry.
+pub trait Payload: Serialize + DeserializeOwned {
+    const KIND: Kind;
+}
+
+impl Audit {
+    /// Appends `payload` as an entry of its kind by `actor`.
+    pub fn record<P: Payload>(&self, actor: &str, payload: &P) -> Result<Receipt> {
+        // A payload is strings, numbers, booleans and JSON values: it
+        // always serialises.
+        let data = serde_json::to_value(payload).unwrap_or(Value::Null);
+        self.append(actor, P::KIND.as_str(), data)
+    }
+}
+
+impl Entry {
+    /// The entry's kind, if pincer knows it.
+    pub fn known_kind(&self) -> Option<Kind> {
+        Kind::parse(&self.kind)
+    }
+
+    /// The entry's data as `P`: `None` when the entry is of another kind,
+    /// `Some(Err)` when it is of `P`'s kind but its data does not fit (a
+    /// hand-written or foreign entry).
+    pub fn payload<P: Payload>(&self) -> Option<std::result::Result<P, serde_json::Error>> {
+        (self.kind == P::KIND.as_str()).then(|| P::deserialize(&self.data))
+    }
+}
+
+macro_rules! payload {
+    ($ty:ident, $kind:ident) => {
+        impl Payload for $ty {
+            const KIND: Kind = Kind::$kind;
+        }
+    };
+}
+
+/// The configuration pincer started with (`config.load`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigLoad {
+    pub path: String,
+    /// False when there was no file and the defaults applied.
+    pub found: bool,
+    pub sha256: Option<String>,
+    /// The part of the configuration that decides what the agent may do.
+    pub policy: Value,
+}
+payload!(ConfigLoad, ConfigLoad);
+
+/// The policy differs from the last `config.load`'s (`policy.change`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyChange {
+    pub before: Value,
+    pub after: Value,
+}
+payload!(PolicyChange, PolicyChange);
+
+/// Which call an entry is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRef {
+    pub session: String,
+    pub call_id: String,
+    pub tool: String,
+}
+
+/// How the gate decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The policy allowed it without asking.
+    Allowed,
+    /// A person (or an approval hook) approved it.
+    Approved,
+    /// The policy, the deny list or an interceptor refused it.
+    Blocked,
+    /// A person, an approval hook or the timeout said no.
+    Denied,
+    /// The arguments were malformed; nobody was asked.
+    Invalid,
+    /// There is no such tool.
+    UnknownTool,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Allowed => "allowed",
+            Outcome::Approved => "approved",
+            Outcome::Blocked => "blocked",
+            Outcome::Denied => "denied",
+            Outcome::Invalid => "invalid",
+            Outcome::UnknownTool => "unknown_tool",
+        }
+    }
+
+    /// The call runs.
+    pub fn ran(self) -> bool {
+        matches!(self, Outcome::Allowed | Outcome::Approved)
+    }
+}
+
+/// What the gate knew about a call when it judged it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub call_hash: String,
+    pub risk: Risk,
+    pub why: String,
+    pub autonomy: Autonomy,
+    /// What the call touches (hardware: operation, bus, address…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hardware: bool,
+}
+
+/// A gate decision, written before anything runs (`gate.decision`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateDecision {
+    #[serde(flatten)]
+    pub call: CallRef,
+    /// Whole when small, else `{sha256, bytes, prefix}`.
+    pub arguments: Value,
+    /// Absent when the call never reached assessment (no such tool, an
+    /// interceptor blocked it).
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<Judgement>,
+    pub decision: Outcome,
+    /// Who decided: `policy`, `deny_list`, `tool`, an approver, a hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+payload!(GateDecision, GateDecision);
+
+/// A call waits for a person (`approval.request`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequested {
+    #[serde(flatten)]
+    pub call: CallRef,
+    pub arguments: Value,
+    pub call_hash: String,
+    pub risk: Risk,
+    pub why: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hardware: bool,
+}
+payload!(ApprovalRequested, ApprovalRequest);
+
+/// What a person answered, or that the answer could not be delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerWord {
+    Approved,
+    Denied,
+    NotDelivered,
+}
+
+impl AnswerWord {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerWord::Approved => "approved",
+            AnswerWord::Denied => "denied",
+            AnswerWord::NotDelivered => "not_delivered",
+        }
+    }
+}
+
+/// A person answered a queued approval (`approval.answer`); the entry's
+/// actor is the principal pincer authenticated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalAnswered {
+    pub id: String,
+    pub call_hash: String,
+    #[serde(flatten)]
+    pub call: CallRef,
+    pub answer: AnswerWord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why the answer was not delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(ApprovalAnswered, ApprovalAnswer);
+
+/// How a call that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Ok,
+    /// The tool failed; the error went back to the model.
+    Error,
+    /// The tool failed fatally; the turn stopped.
+    Fatal,
+    /// The call was dropped mid-run (a cancelled turn) or its tool panicked.
+    Interrupted,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::Error => "error",
+            CallStatus::Fatal => "fatal",
+            CallStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A call the gate admitted, after it ran (`tool.call`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallDone {
+    #[serde(flatten)]
+    pub call: CallRef,
+    pub call_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    pub status: CallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_bytes: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(ToolCallDone, ToolCall);
+
+/// Which kind of hook spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookRole {
+    Interceptor,
+    Approval,
+    Observer,
+}
+
+/// What a hook said, or how it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookSaid {
+    Allow,
+    Block,
+    Rewrite,
+    Approve,
+    Deny,
+    Failed,
+}
+
+/// A hook's verdict, or its failure (`hook.verdict`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookVerdict {
+    /// The hook's name (absent in entries of approval hooks, whose actor
+    /// names them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+    pub kind: HookRole,
+    #[serde(flatten)]
+    pub call: CallRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    pub verdict: HookSaid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The arguments an interceptor rewrote the call to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewritten: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+payload!(HookVerdict, HookVerdict);
+
+/// An operator's note, or the scar a reanchor leaves (`audit.note`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditNote {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// True on the note `reanchor` writes; the rest of its data says what
+    /// moved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reanchor: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whatever else the writer recorded (the old and new anchor…).
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, Value>,
+}
+payload!(AuditNote, AuditNote);
+
+/// A torn tail was cut off before this append (`audit.repair`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRepair {
+    pub truncated_bytes: u64,
+}
+payload!(AuditRepair, AuditRepair);
+
+/// A person's hardware operation, before the bus is touched (`hw.op`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HwOp {
+    pub op: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    pub risk: Risk,
+    /// `allowed` (a person is recorded, not gated) or `invalid`.
+    pub decision: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(HwOp, HwOp);
+
+/// How a person's hardware operation ended (`hw.result`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HwResult {
+    pub op: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    pub status: CallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(HwResult, HwResult);
+
+/// A memory page was written (`memory.write`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryWrite {
+    pub id: String,
+    pub title: String,
+    pub source: String,
+    pub pinned: bool,
+}
+payload!(MemoryWrite, MemoryWrite);
+
+/// Consolidation wrote a session page (`memory.consolidate`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryConsolidate {
+    pub page: String,
+    pub from_seq: u64,
+    pub to_seq: u64,
+    pub watermark_to: u64,
+}
+payload!(MemoryConsolidate, MemoryConsolidate);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kinds_round_trip_and_families_match() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Some(*k));
+        }
+        assert_eq!(Kind::matching("gate"), Some(vec![Kind::GateDecision]));
+        assert_eq!(
+            Kind::matching("approval"),
+            Some(vec![Kind::ApprovalRequest, Kind::ApprovalAnswer])
+        );
+        assert_eq!(Kind::matching("tool.call"), Some(vec![Kind::ToolCall]));
+        assert_eq!(Kind::matching("bogus"), None);
+        assert_eq!(Kind::matching("gate.decisio"), None);
+    }
+
+    /// The shape older entries were written in still reads back.
+    #[test]
+    fn older_entries_read_back() {
+        let old = json!({
+            "session": "s", "call_id": "c1", "tool": "shell",
+            "arguments": {"command": "ls"}, "call_hash": "h", "risk": "low",
+            "why": "read-only", "autonomy": "supervised",
+            "decision": "allowed", "by": "policy"
+        });
+        let d: GateDecision = serde_json::from_value(old).expect("reads");
+        assert_eq!(d.decision, Outcome::Allowed);
+        assert_eq!(d.judgement.expect("judged").risk, Risk::Low);
+        let unknown = json!({
+            "session": "s", "call_id": "c1", "tool": "nope",
+            "arguments": {}, "decision": "unknown_tool"
+        });
+        let d: GateDecision = serde_json::from_value(unknown).expect("reads");
+        assert!(d.judgement.is_none());
+        let answered = json!({
+            "id": "0123456789", "call_hash": "h", "session": "s", "call_id": "c",
+            "tool": "t", "answer": "denied", "reason": null
+        });
+        let a: ApprovalAnswered = serde_json::from_value(answered).expect("reads");
+        assert_eq!(a.answer, AnswerWord::Denied);
+        assert_eq!(a.reason, None);
+    }
+}

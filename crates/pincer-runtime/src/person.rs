@@ -1,0 +1,238 @@
+//! What a person does outside the gate — answering an approval, writing
+//! memory, running a hardware operation, consolidating the trail — each
+//! recorded in the audit trail under the principal that did it. The CLI,
+//! and later the gateway and chat channels, call these; none records on
+//! its own.
+
+use crate::RuntimeError;
+use pincer_core::approvals::{ApprovalQueue, Pending, Resolution};
+use pincer_core::audit::Audit;
+use pincer_core::audit::schema::{
+    AnswerWord, ApprovalAnswered, CallRef, CallStatus, HwOp, HwResult, MemoryWrite, Outcome,
+};
+use pincer_core::home::Home;
+use pincer_core::policy::Risk;
+use pincer_hw::{Hardware, HwError};
+use pincer_memory::{NewPage, Page, PageStore};
+use pincer_tools::hw::{Caller, Facts, HwKind, parse_request};
+use serde_json::Value;
+
+/// Why a person's operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PersonError {
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Audit(#[from] pincer_core::audit::AuditError),
+    #[error(transparent)]
+    Queue(#[from] pincer_core::approvals::QueueError),
+    #[error(transparent)]
+    Memory(#[from] pincer_memory::MemoryError),
+    #[error("the audit trail refused the memory.write entry, so the page was removed: {0}")]
+    MemoryUnrecorded(pincer_core::audit::AuditError),
+    #[error("the source `{0}` uses a prefix reserved for pincer's own writes (`audit:`, `agent:`)")]
+    ReservedSource(String),
+    #[error(transparent)]
+    Consolidate(#[from] pincer_memory::consolidate::ConsolidateError),
+}
+
+/// Answers approval `id` as `principal`. The answer is recorded before it is
+/// given (the waiting agent may act on it at once, and the trail must show
+/// the answer before the action); an answer that then cannot be delivered
+/// is recorded too.
+pub fn answer_approval(
+    home: &Home,
+    principal: &str,
+    id: &str,
+    resolution: Resolution,
+) -> Result<Pending, PersonError> {
+    let queue = ApprovalQueue::open(&home.approvals_dir())?;
+    let p = queue.get(id)?;
+    let audit = crate::open_audit(home)?;
+    let (word, reason) = match &resolution {
+        Resolution::Approved { .. } => (AnswerWord::Approved, None),
+        Resolution::Denied { reason, .. } => (AnswerWord::Denied, Some(reason.clone())),
+    };
+    let mut entry = ApprovalAnswered {
+        id: p.id.clone(),
+        call_hash: p.call_hash.clone(),
+        call: CallRef {
+            session: p.session.clone(),
+            call_id: p.call_id.clone(),
+            tool: p.tool.clone(),
+        },
+        answer: word,
+        reason,
+        error: None,
+    };
+    audit.record(principal, &entry)?;
+    if let Err(e) = queue.answer(id, resolution) {
+        entry.answer = AnswerWord::NotDelivered;
+        entry.error = Some(e.to_string());
+        audit.record(principal, &entry)?;
+        return Err(e.into());
+    }
+    Ok(p)
+}
+
+/// Writes memory page `new` and records it (`memory.write`) as
+/// `principal`. The trail is opened first, and the page is removed again
+/// if its entry fails: no page stays behind that no entry records.
+pub fn write_memory(home: &Home, principal: &str, new: NewPage) -> Result<Page, PersonError> {
+    if new.source.starts_with("audit:") || new.source.starts_with("agent:") {
+        return Err(PersonError::ReservedSource(new.source));
+    }
+    let audit = crate::open_audit(home)?;
+    let store = PageStore::open(home.memory_dir())?;
+    let page = store.write(new)?;
+    let recorded = audit.record(
+        principal,
+        &MemoryWrite {
+            id: page.meta.id.clone(),
+            title: page.meta.title.clone(),
+            source: page.meta.source.clone(),
+            pinned: page.meta.pinned,
+        },
+    );
+    if let Err(e) = recorded {
+        let _ = store.delete(&page.meta.id);
+        return Err(PersonError::MemoryUnrecorded(e));
+    }
+    Ok(page)
+}
+
+/// Turns the audit trail since the last run into a session page, as
+/// `principal`.
+pub fn consolidate(
+    home: &Home,
+    principal: &str,
+) -> Result<pincer_memory::consolidate::Consolidated, PersonError> {
+    let store = PageStore::open(home.memory_dir())?;
+    let audit = crate::open_audit(home)?;
+    let sink = pincer_memory::consolidate::AuditedStore {
+        store: &store,
+        audit: &audit,
+        actor: principal,
+    };
+    Ok(pincer_memory::consolidate::consolidate(
+        &audit,
+        &sink,
+        &home.memory_dir().join("consolidation.json"),
+        principal,
+    )?)
+}
+
+/// What a person's hardware operation produced.
+#[derive(Debug)]
+pub struct HwDone {
+    /// The operation's name (`i2c_read`…).
+    pub op: &'static str,
+    pub outcome: Result<pincer_tools::hw::Outcome, HwError>,
+}
+
+/// Runs hardware operation `kind` with `args` (every field a string, checked
+/// by the same parser the agent's tools use) for a person: not gated, but
+/// recorded — an `hw.op` entry before the bus is touched, an `hw.result`
+/// entry with the outcome. Bad input is recorded as `invalid` and touches
+/// no bus. The outer error is the trail's; the operation's own is in
+/// [`HwDone::outcome`].
+pub fn hw_op(
+    home: &Home,
+    audit: &Audit,
+    hw: &Hardware,
+    principal: &str,
+    kind: HwKind,
+    args: &Value,
+) -> Result<HwDone, PersonError> {
+    let facts = Facts::of(hw);
+    let op = kind.name();
+    let request = match parse_request(kind, args, &facts, Caller::Person) {
+        Ok(r) => r,
+        Err(e) => {
+            record_invalid(audit, principal, kind, args, &e)?;
+            return Ok(HwDone {
+                op,
+                outcome: Err(e),
+            });
+        }
+    };
+    let subject = request.subject(&facts);
+    audit.record(
+        principal,
+        &HwOp {
+            op: op.to_string(),
+            arguments: Some(args.clone()),
+            subject: Some(subject.clone()),
+            risk: request.risk(),
+            decision: Outcome::Allowed,
+            by: Some("a person at the terminal (people are recorded, not gated)".into()),
+            board: None,
+            error: None,
+        },
+    )?;
+    let outcome = request.run_blocking(hw, &facts, &home.camera_dir());
+    let (status, result, error) = match &outcome {
+        Ok(o) => (CallStatus::Ok, Some(o.json.clone()), None),
+        Err(e) => (CallStatus::Error, None, Some(e.to_string())),
+    };
+    audit.record(
+        principal,
+        &HwResult {
+            op: op.to_string(),
+            subject: Some(subject),
+            status,
+            result,
+            error,
+        },
+    )?;
+    Ok(HwDone { op, outcome })
+}
+
+/// Bad input is an attempt too: recorded, and nothing touched a bus.
+pub fn record_invalid(
+    audit: &Audit,
+    principal: &str,
+    kind: HwKind,
+    args: &Value,
+    e: &HwError,
+) -> Result<(), PersonError> {
+    audit.record(
+        principal,
+        &HwOp {
+            op: kind.name().to_string(),
+            arguments: Some(args.clone()),
+            subject: None,
+            risk: kind.risk(),
+            decision: Outcome::Invalid,
+            by: None,
+            board: None,
+            error: Some(e.to_string()),
+        },
+    )?;
+    Ok(())
+}
+
+/// Records a person's look at the board (`hw info`) before it opens the
+/// default I2C bus to ask its functions.
+pub fn record_hw_info(audit: &Audit, principal: &str, hw: &Hardware) -> Result<(), PersonError> {
+    let bus = hw.default_i2c_bus().map(|n| format!("/dev/i2c-{n}"));
+    let bus = bus.as_deref().unwrap_or(if hw.sim().is_some() {
+        "sim-i2c"
+    } else {
+        "none"
+    });
+    audit.record(
+        principal,
+        &HwOp {
+            op: "hw_info".into(),
+            arguments: None,
+            subject: Some(serde_json::json!({"op": "hw_info", "bus": bus})),
+            risk: Risk::Low,
+            decision: Outcome::Allowed,
+            by: None,
+            board: Some(hw.board().name.to_string()),
+            error: None,
+        },
+    )?;
+    Ok(())
+}
