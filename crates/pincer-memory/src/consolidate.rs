@@ -100,7 +100,11 @@
 //! by hand walks the same recovery forward page by page instead of
 //! duplicating pages, as long as the pages and records are still there.
 
-use pincer_core::audit::{Audit, AuditError, Defect, Entry, GENESIS, KIND_NOTE, validate_label};
+use pincer_core::audit::schema::{
+    ApprovalAnswered, AuditNote, ConfigLoad, GateDecision, Kind, MemoryConsolidate, MemoryWrite,
+    Outcome, PolicyChange, ToolCallDone,
+};
+use pincer_core::audit::{Audit, AuditError, Defect, Entry, GENESIS, validate_label};
 use pincer_core::canonical::to_canonical_string;
 use pincer_core::fsutil::{create_private_dir, sync_dir, tmp_path};
 use pincer_core::message::Timestamp;
@@ -112,9 +116,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The kind of the record a consolidation appends (commit step 2).
-pub const KIND_CONSOLIDATE: &str = "memory.consolidate";
+pub const KIND_CONSOLIDATE: &str = Kind::MemoryConsolidate.as_str();
 /// The kind the page store records for a page write.
-pub const KIND_MEMORY_WRITE: &str = "memory.write";
+pub const KIND_MEMORY_WRITE: &str = Kind::MemoryWrite.as_str();
 /// How the `source` of every page consolidation writes begins; a
 /// `memory.write` entry with such a `data.source` is consolidation's own.
 pub const SOURCE_PREFIX: &str = "audit:";
@@ -382,15 +386,14 @@ pub fn consolidate_with_crash(
         run.write_page(&built.page)?;
         run.crash_at(CrashPoint::AfterPageWrite)?;
     }
-    audit.append(
+    audit.record(
         actor,
-        KIND_CONSOLIDATE,
-        serde_json::json!({
-            "page": built.page.id,
-            "from_seq": from,
-            "to_seq": to,
-            "watermark_to": to,
-        }),
+        &MemoryConsolidate {
+            page: built.page.id.clone(),
+            from_seq: from,
+            to_seq: to,
+            watermark_to: to,
+        },
     )?;
     run.crash_at(CrashPoint::AfterAuditRecord)?;
     let watermark = run.move_watermark(&entries, to, &built.page.id)?;
@@ -535,20 +538,12 @@ struct Record {
 fn pending_record(entries: &[Entry], w: u64) -> Result<Option<Record>> {
     for e in entries.iter().filter(|e| e.kind == KIND_CONSOLIDATE) {
         let bad = |detail: String| ConsolidateError::BadRecord { seq: e.seq, detail };
-        let num = |key: &str| {
-            e.data
-                .get(key)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| bad(format!("`{key}` is missing or not a whole number")))
+        let r = match e.payload::<MemoryConsolidate>() {
+            Some(Ok(r)) => r,
+            Some(Err(err)) => return Err(bad(format!("its data does not fit the kind: {err}"))),
+            None => continue,
         };
-        let from = num("from_seq")?;
-        let to = num("to_seq")?;
-        let mark = num("watermark_to")?;
-        let page = e
-            .data
-            .get("page")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("`page` is missing or not a string".to_string()))?;
+        let (from, to, mark, page) = (r.from_seq, r.to_seq, r.watermark_to, r.page.as_str());
         if from == 0 || from > to || to >= e.seq || mark != to {
             return Err(bad(format!(
                 "its range is inconsistent (from_seq {from}, to_seq {to}, watermark_to {mark}, recorded at seq {})",
@@ -570,11 +565,9 @@ fn pending_record(entries: &[Entry], w: u64) -> Result<Option<Record>> {
 /// Whether an entry is consolidation's own (see the module docs).
 fn is_own(e: &Entry) -> bool {
     e.kind == KIND_CONSOLIDATE
-        || (e.kind == KIND_MEMORY_WRITE
-            && e.data
-                .get("source")
-                .and_then(Value::as_str)
-                .is_some_and(|s| s.starts_with(SOURCE_PREFIX)))
+        || e.payload::<MemoryWrite>()
+            .and_then(Result::ok)
+            .is_some_and(|w| w.source.starts_with(SOURCE_PREFIX))
 }
 
 /// The entries with `from <= seq <= to` (`entries` is in seq order).
@@ -630,14 +623,8 @@ fn build_page(entries: &[Entry], from: u64, to: u64) -> Built {
             skipped_own += 1;
             continue;
         }
-        if e.kind == "gate.decision"
-            && let (Some(session), Some(call_id), Some(a)) = (
-                str_field(&e.data, "session"),
-                str_field(&e.data, "call_id"),
-                e.data.get("arguments"),
-            )
-        {
-            args.insert((session.to_string(), call_id.to_string()), a.clone());
+        if let Some(Ok(d)) = e.payload::<GateDecision>() {
+            args.insert((d.call.session, d.call.call_id), d.arguments);
         }
         match summarise(e, &args) {
             Some(line) => {
@@ -674,108 +661,56 @@ fn build_page(entries: &[Entry], from: u64, to: u64) -> Built {
     }
 }
 
-fn str_field<'v>(data: &'v Value, key: &str) -> Option<&'v str> {
-    data.get(key).and_then(Value::as_str)
-}
-
 /// One page line for `e`, or None when its kind (or its data) is not one
 /// consolidation summarises. `args` maps (session, call_id) to the
 /// arguments of the gate decision for that call.
 fn summarise(e: &Entry, args: &HashMap<(String, String), Value>) -> Option<String> {
-    let d = &e.data;
-    let text = |key: &str| str_field(d, key).map(|s| escape(s, MAX_VALUE_CHARS));
-    let what = match e.kind.as_str() {
-        "gate.decision" => {
-            let tool = text("tool")?;
-            let decision = str_field(d, "decision")?;
-            let arguments = d.get("arguments").map(json_text).unwrap_or_default();
-            let mut s = format!("asked to run {tool} {arguments}: ");
-            if decision == "unknown_tool" {
-                s.push_str("refused, there is no such tool");
-            } else {
-                s.push_str(&escape(decision, MAX_VALUE_CHARS));
-                if let Some(by) = text("by") {
-                    s.push_str(&format!(" by {by}"));
-                }
-                if let Some(reason) = text("reason") {
-                    s.push_str(&format!(" ({reason})"));
-                }
-            }
-            s
-        }
-        "tool.call" => {
-            let tool = text("tool")?;
-            let status = text("status")?;
-            let key = (
-                str_field(d, "session").unwrap_or_default().to_string(),
-                str_field(d, "call_id").unwrap_or_default().to_string(),
-            );
-            let mut s = format!("ran {tool}");
-            if let Some(a) = args.get(&key) {
+    let what = match e.known_kind()? {
+        Kind::GateDecision => gate_line(&e.payload::<GateDecision>()?.ok()?),
+        Kind::ToolCall => {
+            let c = e.payload::<ToolCallDone>()?.ok()?;
+            let mut s = format!("ran {}", escape(&c.call.tool, MAX_VALUE_CHARS));
+            if let Some(a) = args.get(&(c.call.session, c.call.call_id)) {
                 s.push(' ');
                 s.push_str(&json_text(a));
             }
-            s.push_str(&format!(": {status}"));
-            if let Some(error) = text("error") {
-                s.push_str(&format!(" ({error})"));
-            }
+            s.push_str(&format!(": {}", c.status.as_str()));
+            push_paren(&mut s, c.error.as_deref());
             s
         }
-        "approval.answer" => {
-            let answer = text("answer")?;
-            let tool = text("tool").unwrap_or_else(|| "a tool".to_string());
-            let mut s = format!("answered the approval for {tool}: {answer}");
-            if let Some(reason) = text("reason") {
-                s.push_str(&format!(" ({reason})"));
-            }
-            if let Some(error) = text("error") {
-                s.push_str(&format!(" ({error})"));
-            }
+        Kind::ApprovalAnswer => {
+            let a = e.payload::<ApprovalAnswered>()?.ok()?;
+            let mut s = format!(
+                "answered the approval for {}: {}",
+                escape(&a.call.tool, MAX_VALUE_CHARS),
+                a.answer.as_str()
+            );
+            push_paren(&mut s, a.reason.as_deref());
+            push_paren(&mut s, a.error.as_deref());
             s
         }
-        KIND_NOTE => {
-            if d.get("reanchor").and_then(Value::as_bool) == Some(true) {
-                format!("reanchored the audit trail: {}", text("reason")?)
+        Kind::AuditNote => {
+            let n = e.payload::<AuditNote>()?.ok()?;
+            if n.reanchor {
+                format!(
+                    "reanchored the audit trail: {}",
+                    escape(n.reason.as_deref()?, MAX_VALUE_CHARS)
+                )
             } else {
-                format!("note: {}", escape(str_field(d, "note")?, MAX_NOTE_CHARS))
+                format!("note: {}", escape(n.note.as_deref()?, MAX_NOTE_CHARS))
             }
         }
-        "policy.change" => {
-            let (Some(Value::Object(before)), Some(Value::Object(after))) =
-                (d.get("before"), d.get("after"))
-            else {
-                return None;
-            };
-            let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
-            let changes: Vec<String> = keys
-                .into_iter()
-                .filter(|k| before.get(*k) != after.get(*k))
-                .map(|k| {
-                    let side = |v: Option<&Value>| v.map_or_else(|| "unset".to_string(), json_text);
-                    format!(
-                        "{} {} → {}",
-                        escape(k, MAX_VALUE_CHARS),
-                        side(before.get(k)),
-                        side(after.get(k))
-                    )
-                })
-                .collect();
-            if changes.is_empty() {
-                "changed the policy (no key differs)".to_string()
-            } else {
-                format!("changed the policy: {}", changes.join("; "))
-            }
-        }
-        "config.load" => {
-            let path = text("path")?;
-            let found = d.get("found").and_then(Value::as_bool);
-            match (found, str_field(d, "sha256")) {
-                (Some(false), _) => format!("loaded the configuration: {path} not found, defaults"),
-                (_, Some(h)) => format!(
+        Kind::PolicyChange => policy_line(&e.payload::<PolicyChange>()?.ok()?)?,
+        Kind::ConfigLoad => {
+            let c = e.payload::<ConfigLoad>()?.ok()?;
+            let path = escape(&c.path, MAX_VALUE_CHARS);
+            match (c.found, c.sha256.as_deref()) {
+                (false, _) => format!("loaded the configuration: {path} not found, defaults"),
+                (true, Some(h)) => format!(
                     "loaded the configuration {path} (sha256 {})",
                     escape(h.get(..12).unwrap_or(h), 12)
                 ),
-                _ => format!("loaded the configuration {path}"),
+                (true, None) => format!("loaded the configuration {path}"),
             }
         }
         _ => return None,
@@ -786,6 +721,56 @@ fn summarise(e: &Entry, args: &HashMap<(String, String), Value>) -> Option<Strin
         minute(e.ts),
         escape(&e.actor, MAX_VALUE_CHARS)
     ))
+}
+
+/// ` (text)`, escaped, when there is a text.
+fn push_paren(s: &mut String, text: Option<&str>) {
+    if let Some(t) = text {
+        s.push_str(&format!(" ({})", escape(t, MAX_VALUE_CHARS)));
+    }
+}
+
+fn gate_line(d: &GateDecision) -> String {
+    let arguments = json_text(&d.arguments);
+    let mut s = format!(
+        "asked to run {} {arguments}: ",
+        escape(&d.call.tool, MAX_VALUE_CHARS)
+    );
+    if d.decision == Outcome::UnknownTool {
+        s.push_str("refused, there is no such tool");
+        return s;
+    }
+    s.push_str(d.decision.as_str());
+    if let Some(by) = &d.by {
+        s.push_str(&format!(" by {}", escape(by, MAX_VALUE_CHARS)));
+    }
+    push_paren(&mut s, d.reason.as_deref());
+    s
+}
+
+fn policy_line(p: &PolicyChange) -> Option<String> {
+    let (Value::Object(before), Value::Object(after)) = (&p.before, &p.after) else {
+        return None;
+    };
+    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let changes: Vec<String> = keys
+        .into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| {
+            let side = |v: Option<&Value>| v.map_or_else(|| "unset".to_string(), json_text);
+            format!(
+                "{} {} → {}",
+                escape(k, MAX_VALUE_CHARS),
+                side(before.get(k)),
+                side(after.get(k))
+            )
+        })
+        .collect();
+    Some(if changes.is_empty() {
+        "changed the policy (no key differs)".to_string()
+    } else {
+        format!("changed the policy: {}", changes.join("; "))
+    })
 }
 
 /// `2026-11-30 10:01` (UTC).
@@ -999,10 +984,14 @@ impl PageSink for AuditedStore<'_> {
             })
             .map_err(|e| e.to_string())?;
         self.audit
-            .append(
+            .record(
                 self.actor,
-                KIND_MEMORY_WRITE,
-                serde_json::json!({"id": page.id, "title": page.title, "source": page.source}),
+                &MemoryWrite {
+                    id: page.id.clone(),
+                    title: page.title.clone(),
+                    source: page.source.clone(),
+                    pinned: false,
+                },
             )
             .map_err(|e| e.to_string())?;
         Ok(())

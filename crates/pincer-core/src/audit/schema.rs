@@ -5,8 +5,10 @@
 //! payload with [`Entry::payload`]. A field renamed on one side is renamed
 //! on the other or does not compile.
 //!
-//! Payloads are plain data; optional fields are left out when empty.
-//! Entries written before a field existed read back with it empty.
+//! Payloads are plain data; optional fields are left out when empty. A
+//! reader takes what it can: fields no reader needs to make sense of an
+//! entry (a call's hash, its session) read back empty when an entry lacks
+//! them, so a hand-written or older entry is still summarised.
 
 use super::{Audit, Entry, Receipt, Result};
 use crate::policy::{Autonomy, Risk};
@@ -50,7 +52,7 @@ impl Kind {
     ];
 
     /// The name stored in an entry's `kind` field.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Kind::ConfigLoad => "config.load",
             Kind::PolicyChange => "policy.change",
@@ -141,6 +143,7 @@ pub struct ConfigLoad {
     pub found: bool,
     pub sha256: Option<String>,
     /// The part of the configuration that decides what the agent may do.
+    #[serde(default)]
     pub policy: Value,
 }
 payload!(ConfigLoad, ConfigLoad);
@@ -156,7 +159,9 @@ payload!(PolicyChange, PolicyChange);
 /// Which call an entry is about.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRef {
+    #[serde(default)]
     pub session: String,
+    #[serde(default)]
     pub call_id: String,
     pub tool: String,
 }
@@ -217,6 +222,7 @@ pub struct GateDecision {
     #[serde(flatten)]
     pub call: CallRef,
     /// Whole when small, else `{sha256, bytes, prefix}`.
+    #[serde(default)]
     pub arguments: Value,
     /// Absent when the call never reached assessment (no such tool, an
     /// interceptor blocked it).
@@ -270,7 +276,9 @@ impl AnswerWord {
 /// actor is the principal pincer authenticated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalAnswered {
+    #[serde(default)]
     pub id: String,
+    #[serde(default)]
     pub call_hash: String,
     #[serde(flatten)]
     pub call: CallRef,
@@ -312,6 +320,7 @@ impl CallStatus {
 pub struct ToolCallDone {
     #[serde(flatten)]
     pub call: CallRef,
+    #[serde(default)]
     pub call_hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Value>,
@@ -431,6 +440,8 @@ pub struct MemoryWrite {
     pub id: String,
     pub title: String,
     pub source: String,
+    /// Absent in the entries consolidation wrote before it was recorded.
+    #[serde(default)]
     pub pinned: bool,
 }
 payload!(MemoryWrite, MemoryWrite);

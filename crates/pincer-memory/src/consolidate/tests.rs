@@ -1,6 +1,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // tests: failing loudly is right
 
 use super::*;
+use pincer_core::audit::KIND_NOTE;
 use pincer_core::fsutil::write_atomic;
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -761,7 +762,7 @@ fn check(entries: &[(&str, &str, Value)], expected: &[&str]) {
 
 #[test]
 fn lines_per_kind() {
-    let call = |id: &str, status: &str| json!({"session": "s", "call_id": id, "tool": "shell", "status": status});
+    let call = |id: &str, status: &str| json!({"session": "s", "call_id": id, "tool": "shell", "call_hash": "h", "status": status});
     check(
         &[
             (
@@ -787,13 +788,14 @@ fn lines_per_kind() {
             (
                 ACTOR,
                 "tool.call",
-                json!({"session": "s", "call_id": "4", "tool": "fetch",
+                json!({"session": "s", "call_id": "4", "tool": "fetch", "call_hash": "h",
                 "status": "error", "error": "timeout"}),
             ),
             (
                 "human:cli",
                 "approval.answer",
-                json!({"tool": "shell", "answer": "approved", "reason": null}),
+                json!({"id": "0123456789", "call_hash": "h", "session": "s", "call_id": "5",
+                "tool": "shell", "answer": "approved", "reason": null}),
             ),
             ("human:cli", KIND_NOTE, json!({"note": "rebooted the pi"})),
             (
@@ -811,12 +813,12 @@ fn lines_per_kind() {
                 "system",
                 "config.load",
                 json!({"path": "/h/config.toml", "found": true,
-                "sha256": "0123456789abcdef0123"}),
+                "sha256": "0123456789abcdef0123", "policy": {}}),
             ),
             (
                 "system",
                 "config.load",
-                json!({"path": "/h/config.toml", "found": false, "sha256": null}),
+                json!({"path": "/h/config.toml", "found": false, "sha256": null, "policy": {}}),
             ),
         ],
         &[
