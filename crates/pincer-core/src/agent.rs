@@ -536,7 +536,7 @@ impl Agent {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 status,
-                preview: text.chars().take(PREVIEW_CHARS).collect(),
+                preview: crate::text::cut(&text, PREVIEW_CHARS),
             });
             results.push(Message::tool_result(
                 call.id.clone(),

@@ -848,7 +848,7 @@ pub enum CallOutcome {
 }
 
 fn preview(text: &str) -> String {
-    text.chars().take(PREVIEW_CHARS).collect()
+    crate::text::cut(text, PREVIEW_CHARS)
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ use crate::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
 use crate::glob::glob_match;
 use crate::policy::Risk;
 use crate::provider::BoxFuture;
+use crate::text::cut;
 use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -708,13 +709,6 @@ fn reply_object(stdout: &[u8]) -> Result<Map<String, Value>, HookFailure> {
             "stdout is not one JSON object ({e}): `{}`",
             cut(text.trim(), 80)
         ))),
-    }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
     }
 }
 

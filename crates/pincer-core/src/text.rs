@@ -43,10 +43,23 @@ fn escape(s: &str, keep_newlines: bool) -> String {
     out
 }
 
-/// `s` as one line of at most `max` characters: newlines and tabs escaped
-/// like every other control character, cut with `…` when longer.
+/// `s` as one line of at most `max` characters: a newline shows as `⏎`,
+/// every other control character (tab included) and bidi control is
+/// escaped, and it is cut with `…` when longer.
 pub fn one_line(s: &str, max: usize) -> String {
-    cut(&escape(s, false), max)
+    let mut out = String::with_capacity(s.len().min(max * 4) + 8);
+    for (n, c) in s.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push('⏎'),
+            c if unsafe_char(c, false) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `s` with its whitespace runs folded into single spaces (a summary of a
@@ -90,7 +103,8 @@ mod tests {
 
     #[test]
     fn one_line_escapes_newlines_and_cuts() {
-        assert_eq!(one_line("a\nb", 10), "a\\u{a}b");
+        assert_eq!(one_line("a\nb\tc", 10), "a⏎b\\u{9}c");
+        assert_eq!(one_line("\u{202e}x", 10), "\\u{202e}x");
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert_eq!(one_line("abc", 3), "abc");
         assert_eq!(squeeze("  a \n\n b  ", 10), "a b");

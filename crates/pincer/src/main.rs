@@ -220,7 +220,11 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error can quote a vendor's reply or a file: made safe.
+            eprintln!(
+                "error: {}",
+                pincer_core::text::terminal_safe(&format!("{e:#}"))
+            );
             ExitCode::FAILURE
         }
     }

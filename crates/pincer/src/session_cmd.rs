@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use pincer_core::message::{Message, Role};
 use pincer_core::session::{SessionStore, SessionView, TrimReport};
+use pincer_core::text::one_line;
 use pincer_core::trim::{Budget, CharRatio, RepairReport};
 use serde_json::json;
 use std::io::Read;
@@ -176,26 +177,6 @@ pub fn show_json(view: &SessionView, repair: &RepairReport) -> serde_json::Value
         },
         "messages": view.messages,
     })
-}
-
-/// One line of terminal-safe text: a newline shows as ⏎ and other control
-/// characters (an ESC sequence in a web page a tool fetched) are escaped, so
-/// stored content can never drive the terminal.
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .flat_map(|c| match c {
-            '\n' => vec!['⏎'],
-            c if c.is_control() => c.escape_default().collect(),
-            c => vec![c],
-        })
-        .collect();
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    }
 }
 
 /// The stored messages and what is on disk; `repair` says what loading

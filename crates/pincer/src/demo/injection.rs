@@ -461,15 +461,6 @@ fn summary(c: &GatedCall) -> String {
         (ToolStatus::Ok, false) => format!("allowed (low risk, nobody asked) → {tail}"),
         (ToolStatus::Denied, _) => "asked you, denied → nothing read or written".to_string(),
         (ToolStatus::Blocked, _) => "blocked by policy, nobody asked".to_string(),
-        (ToolStatus::Error, _) => format!("error: {}", shorten(&c.result, 60)),
+        (ToolStatus::Error, _) => format!("error: {}", pincer_core::text::cut(&c.result, 60)),
     }
-}
-
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(max).collect();
-    t.push('…');
-    t
 }

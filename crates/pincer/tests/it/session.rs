@@ -346,7 +346,7 @@ fn show_reports_unreadable_lines_and_never_prints_control_characters() {
     ok(pincer(
         home.path(),
         &["session", "append", "s"],
-        "{\"role\":\"user\",\"content\":\"red \\u001b[31malert\"}\n",
+        "{\"role\":\"user\",\"content\":\"red \\u001b[31malert \\u202egnp.exe\"}\n",
     ));
     let text = ok(pincer(home.path(), &["session", "show", "s"], ""));
     assert!(text.contains("unreadable lines: 1"), "{text}");
@@ -356,6 +356,12 @@ fn show_reports_unreadable_lines_and_never_prints_control_characters() {
         "raw ESC reached the terminal: {text:?}"
     );
     assert!(text.contains("\\u{1b}[31malert"), "{text}");
+    // A bidi override would reorder what follows it on the screen.
+    assert!(
+        !text.contains('\u{202e}'),
+        "raw U+202E reached the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{202e}gnp.exe"), "{text}");
     let doc = json(&ok(pincer(
         home.path(),
         &["session", "show", "s", "--json"],
