@@ -550,6 +550,3 @@ impl Agent {
 
 /// Allowance for the heading the running summary is sent under.
 const SUMMARY_HEADER_TOKENS: usize = 16;
-
-#[cfg(test)]
-mod tests;

@@ -852,4 +852,21 @@ fn preview(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+#[allow(clippy::unwrap_used)] // test code
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_arguments_are_recorded_by_hash() {
+        let small = json!({"path": "a"});
+        assert_eq!(recorded_args(&small), small);
+        let big = json!({"content": "é".repeat(5000)});
+        let r = recorded_args(&big);
+        assert_eq!(r["bytes"], to_canonical_string(&big).len());
+        assert_eq!(
+            r["sha256"],
+            sha256_hex(to_canonical_string(&big).as_bytes())
+        );
+        assert!(r["prefix"].as_str().unwrap().len() <= 4096);
+    }
+}

@@ -4,41 +4,17 @@
 //! the audit entries every attempt leaves.
 
 use pincer_core::ToolCall;
-use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
 use pincer_core::audit::Audit;
 use pincer_core::gate::{CallOutcome, Gate, GatePolicy, Refusal};
 use pincer_core::policy::Autonomy;
-use pincer_core::provider::BoxFuture;
 use pincer_core::tool::Tool;
 use pincer_hw::{Hardware, HardwareConfig, SimTransaction};
+use pincer_test_support::Answer;
 use pincer_tools::hw::hardware_tools;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-struct Answer {
-    yes: bool,
-    asked: Mutex<usize>,
-}
-
-impl Approver for Answer {
-    fn approve<'a>(&'a self, req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
-        *self.asked.lock().unwrap() += 1;
-        let a = if self.yes {
-            ApprovalAnswer::Approved {
-                call_hash: req.call_hash.clone(),
-                by: "human:test".into(),
-            }
-        } else {
-            ApprovalAnswer::Denied {
-                by: "human:test".into(),
-                reason: "no".into(),
-            }
-        };
-        Box::pin(async move { a })
-    }
-}
 
 struct Board {
     _tmp: tempfile::TempDir,
@@ -158,10 +134,7 @@ async fn every_autonomy_level_and_operation_through_the_gate() {
     for (autonomy, yes) in levels {
         for (tool, args, risk, tx) in operations() {
             let b = board();
-            let approver = Arc::new(Answer {
-                yes,
-                asked: Mutex::new(0),
-            });
+            let approver = Arc::new(Answer::new(yes));
             let g = gate(&b, autonomy, approver.clone());
             let out = b.call(&g, tool, args.clone()).await;
             let should_ask = autonomy == Autonomy::Supervised && risk != "low";
@@ -172,7 +145,7 @@ async fn every_autonomy_level_and_operation_through_the_gate() {
             };
             let case = format!("{autonomy:?} (approve: {yes}) × {tool}");
             assert_eq!(
-                *approver.asked.lock().unwrap(),
+                approver.asked().len(),
                 usize::from(should_ask),
                 "{case}: asked"
             );
@@ -322,10 +295,7 @@ async fn bad_hardware_arguments_never_reach_the_bus_or_a_person() {
     for autonomy in [Autonomy::Readonly, Autonomy::Supervised, Autonomy::Full] {
         for (tool, args, field) in cases {
             let b = board();
-            let approver = Arc::new(Answer {
-                yes: true,
-                asked: Mutex::new(0),
-            });
+            let approver = Arc::new(Answer::new(true));
             let g = gate(&b, autonomy, approver.clone());
             let out = b.call(&g, tool, args.clone()).await;
             let case = format!("{autonomy:?} {tool} {args}");
@@ -334,11 +304,7 @@ async fn bad_hardware_arguments_never_reach_the_bus_or_a_person() {
             };
             assert_eq!(refusal, Refusal::Invalid, "{case}: {text}");
             assert!(text.contains(field), "{case}: `{text}` should name {field}");
-            assert_eq!(
-                *approver.asked.lock().unwrap(),
-                0,
-                "{case}: nobody is asked"
-            );
+            assert_eq!(approver.asked().len(), 0, "{case}: nobody is asked");
             assert!(b.transactions().is_empty(), "{case}: nothing on the bus");
             let log = b.audit.log(None, None).unwrap();
             assert_eq!(log.len(), 1, "{case}");
@@ -350,10 +316,7 @@ async fn bad_hardware_arguments_never_reach_the_bus_or_a_person() {
 #[tokio::test]
 async fn a_read_returns_the_sensor_value_and_a_failed_read_is_recorded() {
     let b = board();
-    let approver = Arc::new(Answer {
-        yes: true,
-        asked: Mutex::new(0),
-    });
+    let approver = Arc::new(Answer::new(true));
     let g = gate(&b, Autonomy::Full, approver);
     let out = b
         .call(

@@ -1,107 +1,20 @@
-use super::*;
-use crate::approvals::{ApprovalAnswer, Approver, DenyAll};
-use crate::audit::Audit;
-use crate::config::FsyncPolicy;
-use crate::gate::{GatePolicy, Permit};
-use crate::policy::Autonomy;
-use crate::provider::{ChatResponse, FinishReason, ProviderCaps};
-use crate::tool::Assessment;
+use pincer_core::agent::{
+    Agent, AgentError, AgentEvent, AgentSettings, Conversation, StopReason, ToolStatus,
+};
+use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver, DenyAll};
+use pincer_core::audit::Audit;
+use pincer_core::config::FsyncPolicy;
+use pincer_core::gate::{Gate, GatePolicy, Permit};
+use pincer_core::message::Role;
+use pincer_core::policy::{Autonomy, Risk};
+use pincer_core::provider::{BoxFuture, FinishReason, Provider};
+use pincer_core::session::SessionStore;
+use pincer_core::tool::{Assessment, Tool, ToolError};
+use pincer_core::trim::{self, CharRatio, TokenCounter};
+use pincer_test_support::{Model, Silent, calls, text};
 use serde_json::json;
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// A model that replays queued replies and records every request.
-struct Model {
-    replies: Mutex<VecDeque<ChatResponse>>,
-    requests: Mutex<Vec<ChatRequest<'static>>>,
-}
-
-fn text(t: &str) -> ChatResponse {
-    ChatResponse {
-        content: t.to_string(),
-        tool_calls: Vec::new(),
-        finish: FinishReason::Stop,
-        usage: Some(Usage {
-            input_tokens: 100,
-            output_tokens: 10,
-        }),
-        provider: "test".into(),
-        model: "m".into(),
-    }
-}
-
-fn calls(list: &[(&str, &str, serde_json::Value)]) -> ChatResponse {
-    ChatResponse {
-        tool_calls: list
-            .iter()
-            .map(|(id, name, args)| ToolCall::new(*id, *name, args))
-            .collect(),
-        finish: FinishReason::ToolCalls,
-        ..text("")
-    }
-}
-
-impl Model {
-    fn new(replies: Vec<ChatResponse>) -> Arc<Self> {
-        Arc::new(Self {
-            replies: Mutex::new(replies.into()),
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-    fn requests(&self) -> Vec<ChatRequest<'static>> {
-        self.requests.lock().expect("lock").clone()
-    }
-}
-
-impl Provider for Model {
-    fn name(&self) -> &str {
-        "test"
-    }
-    fn caps(&self) -> ProviderCaps {
-        ProviderCaps {
-            tools: true,
-            streaming: true,
-            vision: false,
-        }
-    }
-    fn chat<'a>(
-        &'a self,
-        req: &'a ChatRequest<'a>,
-        on_text: &'a (dyn Fn(&str) + Send + Sync),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            // Every request must be valid for a real provider (CX2, CX7).
-            assert!(
-                trim::is_repaired(&req.messages),
-                "orphan in request: {req:?}"
-            );
-            self.requests
-                .lock()
-                .expect("lock")
-                .push(req.clone().into_owned());
-            let reply = self.replies.lock().expect("lock").pop_front();
-            let mut reply =
-                reply.unwrap_or_else(|| calls(&[("again", "echo", json!({"text": "more"}))]));
-            // Report usage as a chars/4 tokenizer would, so calibration holds.
-            let c = CharRatio::new(4.0);
-            let input = c.text_tokens(&req.system)
-                + req
-                    .messages
-                    .iter()
-                    .map(|m| c.message_tokens(m))
-                    .sum::<usize>();
-            reply.usage = Some(Usage {
-                input_tokens: input as u64,
-                output_tokens: 10,
-            });
-            for word in reply.content.split_inclusive(' ') {
-                on_text(word);
-            }
-            Ok(reply)
-        })
-    }
-}
 
 /// Low-risk echo; `wait` makes it meet a second call at a barrier, which
 /// only completes if both run at the same time.
@@ -194,13 +107,6 @@ impl Approver for Always {
             denied => denied.clone(),
         };
         Box::pin(async move { answer })
-    }
-}
-
-struct Never;
-impl Approver for Never {
-    fn approve<'a>(&'a self, _req: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalAnswer> {
-        Box::pin(std::future::pending())
     }
 }
 
@@ -484,7 +390,7 @@ async fn an_unanswered_approval_is_a_denial() {
         &fx,
         model.clone(),
         vec![act("write", Risk::High, &ran)],
-        Arc::new(Never),
+        Arc::new(Silent),
         s,
     );
     let mut conv = Conversation::open(&fx.store, "t").expect("open");
@@ -662,7 +568,7 @@ async fn long_sessions_are_trimmed_and_the_trim_persisted() {
                 .map(|m| counter.message_tokens(m))
                 .sum::<usize>();
         assert!(used + 200 <= 1200, "request over the window: {used}");
-        assert_eq!(req.messages[0].role, crate::message::Role::User);
+        assert_eq!(req.messages[0].role, Role::User);
     }
     let last = model.requests().pop().expect("a request");
     assert!(
