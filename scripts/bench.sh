@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures pincer against DESIGN.md's targets and prints a report.
+# Measures pincer against the targets in docs/requirements.md and prints a report.
 #   scripts/bench.sh           # everything
 #   scripts/bench.sh --quick   # skip the criterion benches
 # Installs hyperfine from Debian if it is missing.

@@ -1,4 +1,4 @@
-//! Per-turn overhead of the agent loop, excluding the model (DESIGN target
+//! Per-turn overhead of the agent loop, excluding the model (target
 //! < 1 ms): a 1 000-turn session, a model that answers at once, and a turn
 //! with one tool call. Measured with fsync off (pure overhead) and with the
 //! default `turn` policy (what a user gets on this disk).

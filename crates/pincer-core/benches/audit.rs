@@ -1,4 +1,4 @@
-//! Audit trail benchmarks against DESIGN.md's target "audit verify,
+//! Audit trail benchmarks against the target in docs/requirements.md "audit verify,
 //! 1 000 000 entries < 2 s", plus the cost of one durable append (three
 //! fsyncs: the line, the anchor's temp file, the directory).
 #![allow(clippy::expect_used, clippy::unwrap_used)] // bench fixtures: failing loudly is right

@@ -1,4 +1,4 @@
-//! Session store and trimming benchmarks against DESIGN.md's targets:
+//! Session store and trimming benchmarks against the targets in docs/requirements.md:
 //! open + read a 100 000-message session (< 100 ms), trim a 10 000-turn
 //! session (< 5 ms), and the cost of one append with and without fsync.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // bench fixtures: failing loudly is right

@@ -1,4 +1,4 @@
-//! The agent loop (DESIGN AG1–AG2): model → tool calls → results → model,
+//! The agent loop (AG1–AG2): model → tool calls → results → model,
 //! until a final reply or `max_tool_iterations`.
 //!
 //! Order of every step, and why:

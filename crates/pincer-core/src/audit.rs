@@ -1,4 +1,4 @@
-//! The tamper-evident audit trail (DESIGN AU1–AU5).
+//! The tamper-evident audit trail (AU1–AU5).
 //!
 //! # Files
 //!

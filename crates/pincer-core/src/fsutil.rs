@@ -37,7 +37,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Replaces `path` with `bytes` atomically: write a temp file beside it,
 /// fsync it, rename it over `path`, fsync the directory. A crash at any
 /// instant leaves either the whole old file or the whole new one, never an
-/// empty or partial one (DESIGN ST2).
+/// empty or partial one (ST2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = tmp_path(path);

@@ -1,4 +1,4 @@
-//! The policy gate (DESIGN PO1–PO5, HK1): the one place a tool call is
+//! The policy gate (PO1–PO5, HK1): the one place a tool call is
 //! intercepted, assessed, decided, approved, run and audited.
 //!
 //! For every call, in this order:
@@ -501,58 +501,12 @@ impl Gate {
                 );
             }
             Decision::NeedsApproval => {
-                // 5. Ask, bound to this call's hash.
-                let req = ApprovalRequest {
-                    call_id: call.id.clone(),
-                    call_hash: hash.clone(),
-                    session: session.to_string(),
-                    tool: call.name.clone(),
-                    arguments: args.clone(),
-                    risk: a.risk,
-                    why: a.why.clone(),
-                };
-                self.record(
-                    &self.actor,
-                    &ApprovalRequested {
-                        call: call_ref.clone(),
-                        arguments: recorded_args(&args),
-                        call_hash: hash.clone(),
-                        risk: a.risk,
-                        why: a.why.clone(),
-                        subject: a.subject.clone(),
-                        hardware: a.hardware,
-                    },
-                )?;
-                on_approval(&req);
-                match self.ask(&call_ref, &req).await? {
-                    ApprovalAnswer::Approved { call_hash, by } if call_hash == hash => {
-                        (Outcome::Approved, by)
-                    }
-                    ApprovalAnswer::Approved { by, .. } => {
-                        return self.refuse(
-                            judged,
-                            Outcome::Denied,
-                            &by,
-                            Refusal::Denied,
-                            format!(
-                                "denied: the approval from {by} was for a different call \
-                                 (tool or arguments changed), so it does not count"
-                            ),
-                        );
-                    }
-                    ApprovalAnswer::Denied { by, reason } => {
-                        return self.refuse(
-                            judged,
-                            Outcome::Denied,
-                            &by,
-                            Refusal::Denied,
-                            format!(
-                                "denied: {} risk `{}` needs approval and was not approved ({reason})",
-                                a.risk.as_str(),
-                                call.name
-                            ),
-                        );
-                    }
+                match self
+                    .approval(&call_ref, &args, &a, &hash, judged.clone(), on_approval)
+                    .await?
+                {
+                    Ok(by) => (Outcome::Approved, by),
+                    Err(refused) => return Ok(refused),
                 }
             }
         };
@@ -571,6 +525,67 @@ impl Gate {
             decision: decision.as_str(),
             subject: a.subject,
         }))
+    }
+
+    /// Step 5: asks for an approval bound to this call's hash, recording the
+    /// request first. `Ok(by)`: approved by `by`; `Err(admission)`: refused
+    /// (the refusal is recorded).
+    async fn approval(
+        &self,
+        call_ref: &CallRef,
+        args: &Value,
+        a: &Assessment,
+        hash: &str,
+        judged: GateDecision,
+        on_approval: &(dyn Fn(&ApprovalRequest) + Send + Sync),
+    ) -> Result<Result<String, Admission>, GateError> {
+        let req = ApprovalRequest {
+            call_id: call_ref.call_id.clone(),
+            call_hash: hash.to_string(),
+            session: call_ref.session.clone(),
+            tool: call_ref.tool.clone(),
+            arguments: args.clone(),
+            risk: a.risk,
+            why: a.why.clone(),
+        };
+        self.record(
+            &self.actor,
+            &ApprovalRequested {
+                call: call_ref.clone(),
+                arguments: recorded_args(args),
+                call_hash: hash.to_string(),
+                risk: a.risk,
+                why: a.why.clone(),
+                subject: a.subject.clone(),
+                hardware: a.hardware,
+            },
+        )?;
+        on_approval(&req);
+        let refused = match self.ask(call_ref, &req).await? {
+            ApprovalAnswer::Approved { call_hash, by } if call_hash == hash => return Ok(Ok(by)),
+            ApprovalAnswer::Approved { by, .. } => self.refuse(
+                judged,
+                Outcome::Denied,
+                &by,
+                Refusal::Denied,
+                format!(
+                    "denied: the approval from {by} was for a different call \
+                     (tool or arguments changed), so it does not count"
+                ),
+            )?,
+            ApprovalAnswer::Denied { by, reason } => self.refuse(
+                judged,
+                Outcome::Denied,
+                &by,
+                Refusal::Denied,
+                format!(
+                    "denied: {} risk `{}` needs approval and was not approved ({reason})",
+                    a.risk.as_str(),
+                    call_ref.tool
+                ),
+            )?,
+        };
+        Ok(Err(refused))
     }
 
     /// Step 1: the interceptors matching the call, in order, each recorded.

@@ -1,4 +1,4 @@
-//! Hooks on tool calls (DESIGN HK1).
+//! Hooks on tool calls (HK1).
 //!
 //! Three kinds, each with a time budget ([`HookKind::budget`]):
 //!
@@ -23,7 +23,7 @@
 //! be one JSON object (observers: ignored). The process:
 //!
 //! - runs with cwd `/` (a hook never writes into the agent's workspace by
-//!   accident, DESIGN principle 4) and so `argv[0]` is absolute or a bare
+//!   accident, principle 4) and so `argv[0]` is absolute or a bare
 //!   name looked up in `PATH`;
 //! - has its environment cleared except `PATH`, `HOME`, `LANG` (values from
 //!   [`HookEnv`], which the binary builds once from its own environment;

@@ -1,4 +1,4 @@
-//! The seam between the agent and a language model (DESIGN PR1).
+//! The seam between the agent and a language model (PR1).
 //!
 //! Implementations live in `pincer-providers`; this module only defines what
 //! the agent asks for and what it gets back, in pincer's own types. Vendor

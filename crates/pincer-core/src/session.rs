@@ -1,4 +1,4 @@
-//! The session store: append-only JSONL that no crash can corrupt (DESIGN ST1–ST8).
+//! The session store: append-only JSONL that no crash can corrupt (ST1–ST8).
 //!
 //! # Files
 //!

@@ -1,4 +1,4 @@
-//! Skills (DESIGN AG3): markdown files in `PINCER_HOME/skills/` that extend
+//! Skills (AG3): markdown files in `PINCER_HOME/skills/` that extend
 //! the system prompt, in file-name order.
 
 use serde::Serialize;

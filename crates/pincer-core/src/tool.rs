@@ -1,4 +1,4 @@
-//! The seam between the agent and the things it can do (DESIGN TL, PO2).
+//! The seam between the agent and the things it can do (TL1, PO2).
 //!
 //! Implementations live in `pincer-tools`. A tool *declares* the risk of
 //! each call ([`Tool::assess`]); the gate ([`crate::gate`]) decides. A tool

@@ -1,4 +1,4 @@
-//! Turn-boundary context trimming (DESIGN CX1–CX7).
+//! Turn-boundary context trimming (CX1–CX7).
 //!
 //! Everything here is pure: it takes messages, a running summary and a
 //! [`Budget`], and returns what to send. It never reads the clock, the disk
@@ -74,7 +74,7 @@
 //! session length. Tool-call arguments are counted on their stored JSON
 //! text. [`repair_orphans`] first checks read-only and hands a
 //! valid list back untouched, so the common case moves nothing. The
-//! `trim/10k_turns` bench (DESIGN target < 5 ms) exercises this.
+//! `trim/10k_turns` bench (target < 5 ms) exercises this.
 
 use crate::message::{Message, Role};
 use std::borrow::Cow;

@@ -1,4 +1,4 @@
-//! Memory consolidation (DESIGN ME6): the audit trail since a watermark
+//! Memory consolidation (ME6): the audit trail since a watermark
 //! becomes one markdown memory page whose lines cite the audit seq they
 //! summarise, committed so that a kill -9 at any instant loses nothing and
 //! duplicates nothing.

@@ -1,5 +1,5 @@
 //! Search over the pages: the disposable SQLite FTS5 index, or the scan
-//! fallback (DESIGN ME2, ME3).
+//! fallback (ME2, ME3).
 //!
 //! # What the index is, and is not
 //!
@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 /// file to be hashed again even when its stat did not change.
 pub const RACY_NS: i64 = 2_000_000_000;
 
-/// Which search ran (DESIGN ME3: a degraded search says so).
+/// Which search ran (ME3: a degraded search says so).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {

@@ -1,4 +1,4 @@
-//! pincer's long-term memory (DESIGN ME1-ME3): markdown pages that are the
+//! pincer's long-term memory (ME1-ME3): markdown pages that are the
 //! canonical copy of what the agent remembers, and a disposable SQLite FTS5
 //! index over them.
 //!

@@ -1,5 +1,5 @@
 //! Memory pages: one markdown file per page, the canonical copy of what
-//! pincer remembers (DESIGN ME1, ME2).
+//! pincer remembers (ME1, ME2).
 //!
 //! # File format
 //!

@@ -1,4 +1,4 @@
-//! The scan fallback (DESIGN ME3): no index, every search reads and parses
+//! The scan fallback (ME3): no index, every search reads and parses
 //! every page file.
 //!
 //! Matching mirrors the FTS5 backend minus the stemmer: text is split into

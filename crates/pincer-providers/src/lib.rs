@@ -1,4 +1,4 @@
-//! pincer-providers: the language models pincer talks to (DESIGN PR1–PR3).
+//! pincer-providers: the language models pincer talks to (PR1–PR3).
 //!
 //! Owns the vendor wire formats and nothing else: the OpenAI-compatible
 //! client ([`openai`]: OpenAI, llama.cpp `llama-server`, Ollama, vLLM,

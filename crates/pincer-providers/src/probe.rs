@@ -1,4 +1,4 @@
-//! Probing a local OpenAI-compatible server (DESIGN PR3) for `pincer doctor`.
+//! Probing a local OpenAI-compatible server (PR3) for `pincer doctor`.
 //!
 //! [`probe`] asks two things at once: `GET {root}/health` (llama-server
 //! answers 200 when its model is loaded, 503 while loading; Ollama has no

@@ -1,4 +1,4 @@
-//! The fallback router (DESIGN PR2): one [`Provider`] over an ordered chain.
+//! The fallback router (PR2): one [`Provider`] over an ordered chain.
 //!
 //! For each provider in order: a success is returned at once, with
 //! `ChatResponse::provider` set to the provider that answered. A retryable

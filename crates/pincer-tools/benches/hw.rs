@@ -1,4 +1,4 @@
-//! What the gate costs a hardware read (DESIGN HW4): a TMP102 register read
+//! What the gate costs a hardware read (HW4): a TMP102 register read
 //! on the simulated board, straight from `pincer-hw`, and as an agent tool
 //! call through the real gate with its two audit entries (`fsync` per
 //! entry, as the trail's contract says). The difference is the price of

@@ -2,7 +2,7 @@
 //!
 //! The model's arguments are checked before anything runs: an unknown key, a
 //! wrong type or a missing required argument is a `RespondToModel` error that
-//! names the tool and the argument (DESIGN principle 6). An optional argument
+//! names the tool and the argument (principle 6). An optional argument
 //! given as JSON `null` counts as absent, because several vendors' strict
 //! function-calling modes send `null` for every optional field.
 

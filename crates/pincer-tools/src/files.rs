@@ -1,5 +1,5 @@
 //! The file tools: `file_read`, `file_list`, `file_write`, `file_edit`
-//! (DESIGN TL1, PO2: reads are low risk, writes medium).
+//! (TL1, PO2: reads are low risk, writes medium).
 //!
 //! Every path is resolved by the [`Workspace`] (see its module doc); the final component is
 //! opened or replaced relative to the resolved parent descriptor with

@@ -1,8 +1,8 @@
-//! The hardware tools (DESIGN HW4, HW6, PO2/PO3): `i2c_scan`, `i2c_read`,
+//! The hardware tools (HW4, HW6, PO2/PO3): `i2c_scan`, `i2c_read`,
 //! `i2c_write`, `spi_transfer`, `gpio_read`, `gpio_write` and
 //! `camera_capture`.
 //!
-//! They close the hole DESIGN HW4 names: in the reference runtime a write
+//! They close the hole HW4 names: in the reference runtime a write
 //! needs `confirm: true` but a *read* is ungated, so an injected agent can
 //! read every sensor in the room. Here every call — scan, read or write —
 //! passes the gate like any tool:

@@ -1,7 +1,7 @@
 //! pincer-tools: the things the agent can do, as [`pincer_core::tool::Tool`]s.
 //!
 //! Owns the [`Workspace`] (the one directory the file tools may touch, with
-//! `..`, symlink escapes and pincer's own state refused — DESIGN TL1), the
+//! `..`, symlink escapes and pincer's own state refused — TL1), the
 //! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
 //! `shell` tool (TL2; no OS sandbox yet, see [`shell`]), the memory tools
 //! and, with the `hw` feature, the hardware tools (`hw`, over `pincer-hw`).

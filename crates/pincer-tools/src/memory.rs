@@ -1,4 +1,4 @@
-//! The memory tools (DESIGN ME, PO2): `memory_search` (low risk: it only
+//! The memory tools (ME1, PO2): `memory_search` (low risk: it only
 //! reads pages) and `memory_write` (medium: it adds a page). Both reach the
 //! memory store only through the gate's permit, like every tool; the store
 //! validates ids, so a write can never land outside `memory/pages/`.

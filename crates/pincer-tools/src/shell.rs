@@ -1,4 +1,4 @@
-//! The `shell` tool (DESIGN TL2, SB3).
+//! The `shell` tool (TL2, SB3).
 //!
 //! **Risk comes from the shell classifier** (the `pincer-shell` crate):
 //! the command is parsed part by part (wrappers, `sh -c`, pipes, command

@@ -1,4 +1,4 @@
-//! The directory the agent may touch (DESIGN TL1).
+//! The directory the agent may touch (TL1).
 //!
 //! A [`Workspace`] holds an open directory descriptor of its canonical root
 //! and resolves every path a tool is given *relative to that descriptor*,

@@ -1,4 +1,4 @@
-//! `pincer audit verify|log|note|reanchor` (DESIGN AU3–AU5). People at the
+//! `pincer audit verify|log|note|reanchor` (AU3–AU5). People at the
 //! terminal are not gated, but what they do here is recorded (actor
 //! `human:cli`).
 
