@@ -10,7 +10,7 @@
 //!    whether a deny rule matched ([`crate::tool::Assessment`]).
 //! 3. The **deny list** (the tool's own rules plus `[policy] deny_tools`)
 //!    blocks at every autonomy level.
-//! 4. The **decision table** ([`decide`], PO3) gives allow, block, or
+//! 4. The **decision table** ([`crate::policy::decide_for`], PO3) gives allow, block, or
 //!    needs-approval.
 //! 5. An **approval** (PO4) is asked of the approval hook matching the tool,
 //!    or else the configured [`Approver`]; the answer must carry the hash of

@@ -4,7 +4,7 @@
 //! client ([`openai`]: OpenAI, llama.cpp `llama-server`, Ollama, vLLM,
 //! OpenRouter), the Anthropic Messages client ([`anthropic`]), the
 //! [`scripted`] provider that replays a JSON script, the fallback
-//! [`router`], the local-server [`probe`], and the incremental [`sse`]
+//! [`router`], the local-server [`mod@probe`], and the incremental [`sse`]
 //! parser they stream with. Each implements `pincer_core`'s `Provider`;
 //! vendor JSON never leaves its module.
 //!
