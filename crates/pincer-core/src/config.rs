@@ -85,6 +85,71 @@ pub struct PolicyConfig {
     pub deny_commands: Vec<String>,
 }
 
+/// The core's sections as `pincer init` writes them: every key, commented,
+/// at its default.
+pub const DEFAULT_TOML: &str = r#"# pincer configuration. Every key is optional; the values below are the
+# defaults. An unknown key or a wrong type is an error naming the key and line.
+
+[session]
+# When session files are fsynced: "always" (every append), "turn" (every
+# append holding a user message or a final reply; a user message is durable
+# before the agent acknowledges it), or "never" (leave it to the OS).
+fsync = "turn"
+
+[context]
+# The model's context window, in tokens.
+context_window = 8192
+# Tokens kept free for the model's reply; must be smaller than the window.
+output_reserve = 1024
+# Token estimate before the provider reports real usage: characters per token.
+chars_per_token = 4.0
+# The running summary of dropped turns is capped at this many characters.
+summary_max_chars = 4000
+
+[agent]
+# Providers to try in order; transport errors, timeouts, 5xx and 429 move to
+# the next one. Empty: pincer looks for OPENAI_API_KEY, ANTHROPIC_API_KEY or
+# a local server (Ollama on 11434, llama-server on 8080) and says which.
+fallback_chain = []
+# A turn stops after this many model calls that asked for tools.
+max_tool_iterations = 10
+# The directory the agent's tools may touch (default: PINCER_HOME/workspace).
+# workspace = "/home/me/agent-workspace"
+# Which agent acts (the shell tool sees it as PINCER_AGENT).
+agent_id = "pincer"
+# A new session starts with a resume block of the last one, built from disk
+# (session file, audit trail, approvals): see `pincer handoff`.
+handoff = true
+# system_prompt = "You are pincer, ..."
+
+[policy]
+# "readonly" (low-risk operations only), "supervised" (medium and high risk
+# need your approval), or "full".
+autonomy = "supervised"
+# An approval not answered within this many seconds is a denial.
+approval_timeout_secs = 60
+# Tools blocked at every autonomy level (globs: * and ?).
+deny_tools = []
+# Shell programs blocked at every level, on top of the built-in deny list
+# (mkfs*, shutdown, reboot, rm -rf /, dd to a disk...). Globs on the program
+# name, seen through wrappers such as sudo, env and sh -c.
+deny_commands = []
+
+# Hooks on tool calls (see docs/hooks.md): an external command given as an
+# argv list (no shell), JSON on stdin and stdout. kind = "observer" (told
+# after each call, 500 ms), "interceptor" (before the decision: allow, block
+# or rewrite the arguments, 5 s) or "approval" (answers approvals for its
+# tools, 60 s). A hook that fails or times out fails closed and is audited.
+#
+# [[hooks]]
+# name = "no-secrets"
+# kind = "interceptor"
+# command = ["/usr/local/bin/check-call"]
+# tools = ["shell", "file_*"]
+# timeout_ms = 2000
+
+"#;
+
 /// The system prompt when the config names none.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are pincer, a personal AI agent running on the user's own machine. \
 Answer briefly. Use the tools when they help: file tools work inside the workspace only. \

@@ -28,6 +28,30 @@ use crate::board::{Board, parse_board_choice};
 use crate::error::HwError;
 use crate::validate::{I2cAddr, Level, parse_spi_device, parse_u8};
 
+/// The `[hardware]` section as `pincer init` writes it (commented).
+pub const EXAMPLE_TOML: &str = r#"# Hardware (I2C, SPI, GPIO, camera). The board is PINCER_BOARD, else `board`
+# below, else the device tree (Jetson Orin Nano, Raspberry Pi Zero 2 W); with
+# no device tree it is the simulated board, and the agent then gets no
+# hardware tools unless the board is named. Every agent call is gated (a
+# scan is low risk, a read medium, a write high; readonly blocks all of it)
+# and audited; `pincer hw ...` is recorded as human:cli.
+#
+# [hardware]
+# board = "auto"               # auto | sim | jetson | rpi
+# i2c_bus = 1                  # /dev/i2c-1 (default: the board's)
+# spi_device = "0.0"           # /dev/spidev0.0
+# camera_min_interval_ms = 2000
+#
+# The simulated board; without `devices` it carries a temperature sensor at
+# 0x48 (23.5 C), pressure at 0x49 (1013 hPa) and humidity at 0x4A (45 %).
+# [hardware.sim]
+# devices = [
+#   { address = "0x48", kind = "tmp102", celsius = 23.5 },
+#   { address = "0x50", kind = "registers", registers = { "0x00" = "0x12" } },
+# ]
+# gpio = [{ pin = 7, level = 1 }]
+"#;
+
 #[derive(Debug, Clone)]
 pub struct HardwareConfig {
     /// "sim" | "jetson" | "rpi" | "auto" (default).

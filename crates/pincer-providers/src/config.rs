@@ -130,6 +130,28 @@ struct RawProvider {
     script: Option<PathBuf>,
 }
 
+/// The providers section as `pincer init` writes it (commented examples).
+pub const EXAMPLE_TOML: &str = r#"# A provider. kind = "openai" covers OpenAI, llama.cpp llama-server, Ollama,
+# vLLM and OpenRouter; "anthropic" is the Messages API; "scripted" replays a
+# JSON script. The API key is read from the environment variable named by
+# api_key_env, never from this file.
+#
+# [providers.local]
+# kind = "openai"
+# base_url = "http://127.0.0.1:8080/v1"
+# model = "local"
+# context_window = 8192
+# timeout_secs = 120
+# max_retries = 2
+#
+# [providers.claude]
+# kind = "anthropic"
+# model = "claude-sonnet-4-5"
+# api_key_env = "ANTHROPIC_API_KEY"
+# headers = { "anthropic-beta" = "..." }
+
+"#;
+
 /// The top-level table this module reads.
 pub const SECTION: &str = "providers";
 

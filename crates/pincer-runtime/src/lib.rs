@@ -29,7 +29,7 @@ pub mod tools;
 pub use env::Env;
 pub use prompt::Prompt;
 pub use providers::ProviderChoice;
-pub use settings::{DEFAULT_CONFIG_TOML, Settings};
+pub use settings::{Settings, default_config_toml};
 
 use pincer_core::agent::{Agent, AgentError, AgentEvent, AgentSettings, Conversation, TurnOutcome};
 use pincer_core::approvals::{ApprovalQueue, Approver, Pending, QueueApprover};

@@ -139,109 +139,16 @@ fn parse_hardware(src: &Source<'_>) -> Result<HardwareConfig, ConfigError> {
     })
 }
 
-/// The file `pincer init` writes: every key, commented, at its default.
-pub const DEFAULT_CONFIG_TOML: &str = r#"# pincer configuration. Every key is optional; the values below are the
-# defaults. An unknown key or a wrong type is an error naming the key and line.
-
-[session]
-# When session files are fsynced: "always" (every append), "turn" (every
-# append holding a user message or a final reply; a user message is durable
-# before the agent acknowledges it), or "never" (leave it to the OS).
-fsync = "turn"
-
-[context]
-# The model's context window, in tokens.
-context_window = 8192
-# Tokens kept free for the model's reply; must be smaller than the window.
-output_reserve = 1024
-# Token estimate before the provider reports real usage: characters per token.
-chars_per_token = 4.0
-# The running summary of dropped turns is capped at this many characters.
-summary_max_chars = 4000
-
-[agent]
-# Providers to try in order; transport errors, timeouts, 5xx and 429 move to
-# the next one. Empty: pincer looks for OPENAI_API_KEY, ANTHROPIC_API_KEY or
-# a local server (Ollama on 11434, llama-server on 8080) and says which.
-fallback_chain = []
-# A turn stops after this many model calls that asked for tools.
-max_tool_iterations = 10
-# The directory the agent's tools may touch (default: PINCER_HOME/workspace).
-# workspace = "/home/me/agent-workspace"
-# Which agent acts (the shell tool sees it as PINCER_AGENT).
-agent_id = "pincer"
-# A new session starts with a resume block of the last one, built from disk
-# (session file, audit trail, approvals): see `pincer handoff`.
-handoff = true
-# system_prompt = "You are pincer, ..."
-
-[policy]
-# "readonly" (low-risk operations only), "supervised" (medium and high risk
-# need your approval), or "full".
-autonomy = "supervised"
-# An approval not answered within this many seconds is a denial.
-approval_timeout_secs = 60
-# Tools blocked at every autonomy level (globs: * and ?).
-deny_tools = []
-# Shell programs blocked at every level, on top of the built-in deny list
-# (mkfs*, shutdown, reboot, rm -rf /, dd to a disk...). Globs on the program
-# name, seen through wrappers such as sudo, env and sh -c.
-deny_commands = []
-
-# Hooks on tool calls (see docs/hooks.md): an external command given as an
-# argv list (no shell), JSON on stdin and stdout. kind = "observer" (told
-# after each call, 500 ms), "interceptor" (before the decision: allow, block
-# or rewrite the arguments, 5 s) or "approval" (answers approvals for its
-# tools, 60 s). A hook that fails or times out fails closed and is audited.
-#
-# [[hooks]]
-# name = "no-secrets"
-# kind = "interceptor"
-# command = ["/usr/local/bin/check-call"]
-# tools = ["shell", "file_*"]
-# timeout_ms = 2000
-
-# A provider. kind = "openai" covers OpenAI, llama.cpp llama-server, Ollama,
-# vLLM and OpenRouter; "anthropic" is the Messages API; "scripted" replays a
-# JSON script. The API key is read from the environment variable named by
-# api_key_env, never from this file.
-#
-# [providers.local]
-# kind = "openai"
-# base_url = "http://127.0.0.1:8080/v1"
-# model = "local"
-# context_window = 8192
-# timeout_secs = 120
-# max_retries = 2
-#
-# [providers.claude]
-# kind = "anthropic"
-# model = "claude-sonnet-4-5"
-# api_key_env = "ANTHROPIC_API_KEY"
-# headers = { "anthropic-beta" = "..." }
-
-# Hardware (I2C, SPI, GPIO, camera). The board is PINCER_BOARD, else `board`
-# below, else the device tree (Jetson Orin Nano, Raspberry Pi Zero 2 W); with
-# no device tree it is the simulated board, and the agent then gets no
-# hardware tools unless the board is named. Every agent call is gated (a
-# scan is low risk, a read medium, a write high; readonly blocks all of it)
-# and audited; `pincer hw ...` is recorded as human:cli.
-#
-# [hardware]
-# board = "auto"               # auto | sim | jetson | rpi
-# i2c_bus = 1                  # /dev/i2c-1 (default: the board's)
-# spi_device = "0.0"           # /dev/spidev0.0
-# camera_min_interval_ms = 2000
-#
-# The simulated board; without `devices` it carries a temperature sensor at
-# 0x48 (23.5 C), pressure at 0x49 (1013 hPa) and humidity at 0x4A (45 %).
-# [hardware.sim]
-# devices = [
-#   { address = "0x48", kind = "tmp102", celsius = 23.5 },
-#   { address = "0x50", kind = "registers", registers = { "0x00" = "0x12" } },
-# ]
-# gpio = [{ pin = 7, level = 1 }]
-"#;
+/// The file `pincer init` writes: every key, commented, at its default,
+/// each section's text from the crate that owns it.
+pub fn default_config_toml() -> String {
+    [
+        pincer_core::config::DEFAULT_TOML,
+        providers::EXAMPLE_TOML,
+        pincer_hw::config::EXAMPLE_TOML,
+    ]
+    .concat()
+}
 
 #[cfg(test)]
 mod tests {
@@ -263,7 +170,7 @@ mod tests {
 
     #[test]
     fn default_file_is_the_default_config() {
-        let s = Settings::parse(DEFAULT_CONFIG_TOML, Path::new("x")).expect("parses");
+        let s = Settings::parse(&default_config_toml(), Path::new("x")).expect("parses");
         assert_eq!(s.core, Config::default());
         assert!(s.providers.is_empty());
     }

@@ -1,4 +1,4 @@
-//! Shell command risk classifier (DESIGN PO2).
+//! Shell command risk classifier (PO2).
 //!
 //! The gate asks [`classify`] how risky one `sh -c` command line is. The
 //! answer is a [`Risk`] class, one sentence saying which part decided it,

@@ -16,7 +16,7 @@ mod session_cmd;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use pincer_core::home::Home;
-use pincer_runtime::{DEFAULT_CONFIG_TOML, Env, Settings};
+use pincer_runtime::{Env, Settings, default_config_toml};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -158,7 +158,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     path.display()
                 );
             }
-            pincer_core::fsutil::write_atomic(&path, DEFAULT_CONFIG_TOML.as_bytes())
+            pincer_core::fsutil::write_atomic(&path, default_config_toml().as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             println!("wrote {}", path.display());
             Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ mod hw;
 mod memory;
 mod policy;
 mod session;
+mod tidy;
 mod tty;
 
 use std::io::Write;
