@@ -291,7 +291,7 @@ impl Agent {
                 let estimated_input = trimmed
                     .tokens_after
                     .saturating_sub(self.settings.output_reserve);
-                let request = self.request(trimmed.messages, &trimmed.summary);
+                let request = self.request(trimmed.messages, &trimmed.request_summary);
                 let on_text = |t: &str| {
                     on_event(AgentEvent::TextDelta {
                         text: t.to_string(),

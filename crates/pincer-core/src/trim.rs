@@ -15,38 +15,48 @@
 //!   it for every request and counts it in `pinned_tokens` (CX4), so it can
 //!   never be trimmed. A `system` message that *is* in a session is history
 //!   (a notice), trimmed with its turn like any other message.
-//! - The **request cost** of a candidate is `pinned_tokens + tokens(summary) +
-//!   Σ tokens(kept messages) + tool_def_tokens + output_reserve`; a candidate
-//!   fits when its cost is at most `context_window` (CX1, CX4). Tokens are
-//!   counted by a pluggable [`TokenCounter`] (CX6), chars/4 by default
-//!   ([`CharRatio`]), calibrated from what the provider reports.
+//! - The **request cost** of a candidate is `pinned_tokens + tokens(sent
+//!   summary) + Σ tokens(kept messages) + tool_def_tokens + output_reserve`;
+//!   a candidate fits when its cost is at most `context_window` (CX1, CX4).
+//!   Tokens are counted by a pluggable [`TokenCounter`] (CX6), chars/4 by
+//!   default ([`CharRatio`]), calibrated from what the provider reports.
+//! - The **running summary** is kept whole in the session (up to
+//!   `summary_max_chars`), but a request sends only its newest lines
+//!   ([`fit_summary`]), at most `1 / SUMMARY_SHARE` of the window: on a
+//!   small window it yields its room to the conversation instead of growing
+//!   until nothing fits.
 //!
 //! # Algorithm of [`trim`]
 //!
 //! 1. Count every message once and keep suffix sums, so the message cost of
 //!    "drop the first `k` turns" is one lookup.
-//! 2. If everything fits, return it unchanged (same summary, `tokens_after ==
-//!    tokens_before`).
+//! 2. If everything fits (with the summary held to its share), return it
+//!    unchanged.
 //! 3. Otherwise find the smallest `k` (`1 ≤ k ≤ turns-1`) whose cost fits.
 //!    Dropped turns are folded into the summary ([`summarize_turn`],
-//!    [`fold_summary`], CX5), so the summary grows with `k` (up to
-//!    `summary_max_chars`) and the cost is *not* monotone in `k`: every `k` is
-//!    evaluated in order. A binary search on the message cost alone (a lower
-//!    bound of the real cost) skips the `k` that cannot fit whatever the
-//!    summary. From there a sliding window over summary lines moves one turn
-//!    at a time; only the newest lines that fit in `summary_max_chars` are
-//!    ever built, so a 10 000-turn session costs a handful of
-//!    [`summarize_turn`] calls, not 10 000.
-//! 4. If no `k` fits, keep only the current turn (CX3: it is never dropped)
-//!    and shorten its tool results, largest first, keeping the head of each
-//!    on a char boundary and appending a visible marker
-//!    ("`[… pincer shortened this tool result from N to M chars …]`"). Each
-//!    result is shortened just enough: when cutting the largest one to its
-//!    minimum ([`MIN_SHORTENED_HEAD_CHARS`] chars of head) would free more
-//!    than needed, a binary search finds the longest head that still fits,
-//!    and the smaller results are left intact.
-//! 5. If the current turn still does not fit with every tool result at its
-//!    minimum, fail with [`TrimError::ContextOverflow`], saying by how much.
+//!    [`fold_summary`], CX5), so the summary grows with `k` and the cost is
+//!    *not* monotone in `k`: every `k` is evaluated in order. A binary
+//!    search on the message cost alone (a lower bound of the real cost)
+//!    skips the `k` that cannot fit whatever the summary. From there a
+//!    sliding window over summary lines moves one turn at a time; only the
+//!    newest lines that fit in `summary_max_chars` are ever built, so a
+//!    10 000-turn session costs a handful of [`summarize_turn`] calls, not
+//!    10 000.
+//! 4. If no `k` fits, keep only the current turn (CX3: it is never
+//!    dropped). The summary yields first: if the whole current turn fits,
+//!    the summary sent gets what it leaves (possibly nothing); otherwise
+//!    none is sent and the current turn's tool results are shortened,
+//!    largest first, keeping the head of each on a char boundary and
+//!    appending a visible marker ("`[… pincer shortened this tool result
+//!    from N to M chars …]`"). Each result is shortened just enough: when
+//!    cutting the largest one to its minimum ([`MIN_SHORTENED_HEAD_CHARS`]
+//!    chars of head) would free more than needed, a binary search finds the
+//!    longest head that still fits, and the smaller results are left
+//!    intact.
+//! 5. Only if the current turn still does not fit with every tool result at
+//!    its minimum and no summary, fail with [`TrimError::ContextOverflow`],
+//!    saying by how much: so whenever the current turn with the prompt and
+//!    the tools can fit, trim succeeds.
 //!
 //! # Invariants (checked by the property tests below)
 //!
@@ -59,13 +69,14 @@
 //!   results, which is what [`repair_orphans`] produces (CX7): run it on a
 //!   loaded session before trimming.
 //! - `Ok` means the returned request fits, and `tokens_after` is its cost
-//!   recomputed from the returned messages and summary.
+//!   recomputed from the returned messages and the summary sent. The
+//!   summary sent is the newest part of the kept summary, within its share.
 //! - `k` is minimal: no fewer dropped turns would fit.
 //! - The returned summary equals `fold_summary(summary, [summarize_turn(t)
 //!   for each dropped turn t], summary_max_chars)` (or the input summary,
 //!   untouched, when nothing is dropped).
-//! - `Err` means even the current turn alone, maximally shortened, does not
-//!   fit.
+//! - `Err` means even the current turn alone, maximally shortened and with
+//!   no summary, does not fit.
 //!
 //! # Cost
 //!
@@ -285,13 +296,58 @@ pub struct Trimmed<'a> {
     /// Which kept messages were shortened, by index into `messages`, ascending.
     pub shortened: Vec<Shortened>,
     /// The running summary after folding in the dropped turns (the input
-    /// summary, untouched, when nothing was dropped).
+    /// summary, untouched, when nothing was dropped): what the session
+    /// keeps.
     pub summary: String,
+    /// What of [`Trimmed::summary`] this request sends: its newest lines, at
+    /// most a [`SUMMARY_SHARE`] of the window, and less when the current
+    /// turn needs the room (the summary yields first).
+    pub request_summary: String,
     /// Request cost before trimming: pinned + summary + all messages + tool
     /// definitions + output reserve.
     pub tokens_before: usize,
-    /// The same for what is returned.
+    /// The same for what is returned (with [`Trimmed::request_summary`]).
     pub tokens_after: usize,
+}
+
+/// The running summary a request sends takes at most `1 / SUMMARY_SHARE`
+/// of the context window, so on a small window it can never crowd out the
+/// conversation (a 4 000-char summary is about the whole of a 1 000-token
+/// window).
+pub const SUMMARY_SHARE: usize = 4;
+
+/// The newest lines of `summary` whose tokens are at most `max_tokens`; when
+/// even the newest line alone is over, its longest head that fits (cut with
+/// `…`), or nothing. The oldest lines go first.
+pub fn fit_summary(summary: &str, max_tokens: usize, counter: &dyn TokenCounter) -> String {
+    if counter.text_tokens(summary) <= max_tokens {
+        return summary.to_owned();
+    }
+    let lines: Vec<&str> = summary.split('\n').collect();
+    // The fewest oldest lines to drop: tokens of a suffix of lines only grow
+    // with its length, so the first suffix that fits is the longest.
+    for from in 1..lines.len() {
+        let rest = lines[from..].join("\n");
+        if counter.text_tokens(&rest) <= max_tokens {
+            return rest;
+        }
+    }
+    let newest = lines.last().copied().unwrap_or_default();
+    let chars = newest.chars().count();
+    // The longest head (plus "…") that fits; tokens grow with the head.
+    let (mut lo, mut hi) = (0usize, chars);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if counter.text_tokens(&cut_chars(newest, mid)) <= max_tokens {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if lo == 0 {
+        return String::new();
+    }
+    cut_chars(newest, lo)
 }
 
 /// One tool result [`trim`] shortened.
@@ -308,11 +364,11 @@ pub struct Shortened {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrimError {
-    /// CX3: even the current turn alone, with its tool results shortened,
-    /// does not fit. `needed` is what the current turn's messages take after
-    /// shortening, `available` what the window leaves them after the tool
-    /// definitions, output reserve, pinned prompt and summary, and `by` how
-    /// many tokens the whole request is over the window.
+    /// CX3: even the current turn alone, with its tool results shortened
+    /// and no summary, does not fit. `needed` is what the current turn's
+    /// messages take after shortening, `available` what the window leaves
+    /// them after the tool definitions, output reserve and pinned prompt,
+    /// and `by` how many tokens the whole request is over the window.
     #[error(
         "the current turn does not fit the context window: it needs {needed} tokens, {available} are available (over by {by}); raise the context window, lower the output reserve or send less"
     )]
@@ -355,12 +411,14 @@ pub fn trim<'a>(
     suffix.reverse();
 
     let n_turns = starts.len();
-    let summary_tokens = counter.text_tokens(input.summary);
+    let share = window / SUMMARY_SHARE;
     let tokens_before = fixed
-        .saturating_add(summary_tokens)
+        .saturating_add(counter.text_tokens(input.summary))
         .saturating_add(suffix[0]);
-
-    if tokens_before <= window {
+    let sent = fit_summary(input.summary, share, counter);
+    let sent_tokens = counter.text_tokens(&sent);
+    let untrimmed = fixed.saturating_add(sent_tokens).saturating_add(suffix[0]);
+    if untrimmed <= window {
         return Ok(Trimmed {
             dropped_messages: 0,
             dropped_turns: 0,
@@ -368,25 +426,48 @@ pub fn trim<'a>(
             messages: Cow::Borrowed(msgs),
             shortened: Vec::new(),
             summary: input.summary.to_owned(),
+            request_summary: sent,
             tokens_before,
-            tokens_after: tokens_before,
+            tokens_after: untrimmed,
         });
     }
     let Some(last) = n_turns.checked_sub(1) else {
-        // No messages at all, and the pinned prompt and summary alone are over.
-        return Err(overflow(window, fixed.saturating_add(summary_tokens), 0));
+        // No messages at all: the summary gets what the prompt and tools
+        // leave, and only those alone can be over.
+        if fixed > window {
+            return Err(overflow(window, fixed, 0));
+        }
+        let sent = fit_summary(input.summary, (window - fixed).min(share), counter);
+        let tokens_after = fixed.saturating_add(counter.text_tokens(&sent));
+        return Ok(Trimmed {
+            dropped_messages: 0,
+            dropped_turns: 0,
+            kept_turns: 0,
+            messages: Cow::Borrowed(msgs),
+            shortened: Vec::new(),
+            summary: input.summary.to_owned(),
+            request_summary: sent,
+            tokens_before,
+            tokens_after,
+        });
     };
 
     let keep_from = |k: usize| starts[k];
-    let done = |k: usize, messages: Cow<'a, [Message]>, shortened, summary, tokens_after| Trimmed {
+    let done = |k: usize,
+                messages: Cow<'a, [Message]>,
+                shortened,
+                summary,
+                request_summary,
+                tokens_after| Trimmed {
         dropped_messages: keep_from(k),
         dropped_turns: k,
         kept_turns: n_turns - k,
         messages,
         shortened,
         summary,
-        tokens_before,
+        request_summary,
         tokens_after,
+        tokens_before,
     };
 
     // The message cost alone is a lower bound of the cost and does not grow
@@ -397,8 +478,9 @@ pub fn trim<'a>(
     if let Some(sw) = summaries.as_mut() {
         loop {
             let summary = sw.render();
+            let sent = fit_summary(&summary, share, counter);
             let cost = fixed
-                .saturating_add(counter.text_tokens(&summary))
+                .saturating_add(counter.text_tokens(&sent))
                 .saturating_add(suffix[keep_from(sw.k)]);
             if cost <= window {
                 let k = sw.k;
@@ -407,6 +489,7 @@ pub fn trim<'a>(
                     Cow::Borrowed(&msgs[keep_from(k)..]),
                     Vec::new(),
                     summary,
+                    sent,
                     cost,
                 ));
             }
@@ -417,7 +500,9 @@ pub fn trim<'a>(
         }
     }
 
-    // CX3: keep only the current turn and shorten its tool results.
+    // CX3: keep only the current turn. The summary yields first: it gets
+    // what the whole current turn leaves, and nothing once the turn's tool
+    // results must be shortened.
     let summary = match (last, &summaries) {
         (0, _) => input.summary.to_owned(),
         (_, Some(sw)) => sw.render(),
@@ -425,18 +510,37 @@ pub fn trim<'a>(
             SummaryWindow::new(input.summary, msgs, &starts, input.summary_max_chars, last).render()
         }
     };
-    let base = fixed.saturating_add(counter.text_tokens(&summary));
     let start = keep_from(last);
+    let whole = fixed.saturating_add(suffix[start]);
+    if whole <= window {
+        let room = (window - whole).min(share);
+        let sent = fit_summary(&summary, room, counter);
+        let cost = whole.saturating_add(counter.text_tokens(&sent));
+        return Ok(done(
+            last,
+            Cow::Borrowed(&msgs[start..]),
+            Vec::new(),
+            summary,
+            sent,
+            cost,
+        ));
+    }
     let mut kept = msgs[start..].to_vec();
     let mut kept_tokens = tokens[start..].to_vec();
-    let excess = base.saturating_add(suffix[start]).saturating_sub(window);
-    let shortened = shorten_tool_results(&mut kept, &mut kept_tokens, excess, counter);
+    let shortened = shorten_tool_results(&mut kept, &mut kept_tokens, whole - window, counter);
     let needed = kept_tokens.iter().fold(0usize, |a, t| a.saturating_add(*t));
-    let cost = base.saturating_add(needed);
+    let cost = fixed.saturating_add(needed);
     if cost > window {
-        return Err(overflow(window, base, needed));
+        return Err(overflow(window, fixed, needed));
     }
-    Ok(done(last, Cow::Owned(kept), shortened, summary, cost))
+    Ok(done(
+        last,
+        Cow::Owned(kept),
+        shortened,
+        summary,
+        String::new(),
+        cost,
+    ))
 }
 
 fn overflow(window: usize, base: usize, needed: usize) -> TrimError {

@@ -205,7 +205,9 @@ proptest! {
             naive_fold(&p.summary, &lines, p.summary_max_chars)
         };
         let cost = |summary: &str, kept: &[Message]| request_cost(&counter, budget, summary, kept);
-        let cost_k = |k: usize| cost(&summary_for(k), &msgs[start(k)..]);
+        let share = window / SUMMARY_SHARE;
+        let sent_for = |k: usize| fit_summary(&summary_for(k), share, &counter);
+        let cost_k = |k: usize| cost(&sent_for(k), &msgs[start(k)..]);
 
         match trim(&input, &counter) {
             Ok(out) => {
@@ -214,14 +216,23 @@ proptest! {
                 prop_assert_eq!(orphans(&out.messages), Ok(()));
                 // 2. fits, and the numbers are the real cost
                 prop_assert!(out.tokens_after <= window);
-                prop_assert_eq!(out.tokens_after, cost(&out.summary, &out.messages));
+                prop_assert_eq!(out.tokens_after, cost(&out.request_summary, &out.messages));
                 prop_assert_eq!(out.tokens_before, cost(&p.summary, &msgs));
                 prop_assert_eq!(&out.summary, &summary_for(k));
+                // the summary sent is the newest of the kept one, within its share
+                let rs = &out.request_summary;
+                prop_assert!(counter.text_tokens(rs) <= share, "summary over its share");
+                let newest = out.summary.rsplit('\n').next().unwrap_or("");
+                prop_assert!(
+                    out.summary.ends_with(rs.as_str())
+                        || rs.strip_suffix('…').is_some_and(|h| newest.starts_with(h)),
+                    "{:?} is not the newest of {:?}", rs, out.summary
+                );
                 prop_assert_eq!(out.kept_turns + k, n);
                 for fewer in 0..k {
                     prop_assert!(cost_k(fewer) > window, "dropping {} turns would fit", fewer);
                 }
-                if k == 0 && out.shortened.is_empty() {
+                if k == 0 && out.shortened.is_empty() && *rs == p.summary {
                     prop_assert_eq!(out.tokens_after, out.tokens_before);
                 }
                 // 4. the dropped turns are a prefix ending on a boundary
@@ -234,7 +245,8 @@ proptest! {
                     prop_assert_eq!(&out.messages[..], expected);
                 } else {
                     prop_assert_eq!(k + 1, n, "shortening only once only the current turn is left");
-                    prop_assert!(cost_k(k) > window);
+                    prop_assert!(cost("", expected) > window, "shortened though the turn fit whole");
+                    prop_assert!(rs.is_empty(), "the summary yields before the turn is shortened");
                     let partial = out.shortened.iter().filter(|s| s.to_chars > MIN_SHORTENED_HEAD_CHARS).count();
                     prop_assert!(partial <= 1, "only the last one shortened stops above its minimum");
                     for (i, (got, orig)) in out.messages.iter().zip(expected).enumerate() {
@@ -256,15 +268,17 @@ proptest! {
                 }
             }
             Err(TrimError::ContextOverflow { needed, available, by }) => {
+                // Only when the current turn, maximally shortened, does not
+                // fit with the prompt and tools and no summary at all: so
+                // whenever it fits, trim succeeds.
                 for k in 0..n {
                     prop_assert!(cost_k(k) > window, "dropping {} turns would fit", k);
                 }
                 let last = n.saturating_sub(1);
-                let summary = summary_for(last);
                 let turn = maximally_shortened(&msgs[start(last)..], &counter);
-                let full = cost(&summary, &turn);
+                let full = cost("", &turn);
                 prop_assert!(full > window, "the shortened current turn would fit");
-                let base = full - cost("", &turn) + cost("", &[]);
+                let base = cost("", &[]);
                 prop_assert_eq!(needed, full - base);
                 prop_assert_eq!(available, window.saturating_sub(base));
                 prop_assert_eq!(by, full - window);

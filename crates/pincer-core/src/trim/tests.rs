@@ -273,7 +273,9 @@ fn summary_growth_makes_cost_non_monotone() {
     assert!(cost2 <= window);
     let out = trim(&input(&msgs, "", 1000, b), &counter).expect("fits");
     assert_eq!(out.dropped_turns, 2);
-    assert_eq!(out.tokens_after, cost2);
+    // The summary sent is held to its share of the window.
+    assert!(counter.text_tokens(&out.request_summary) <= window / SUMMARY_SHARE);
+    assert_eq!(out.tokens_after, cost(&out.request_summary, 2));
     assert!(out.shortened.is_empty());
 }
 
@@ -361,22 +363,90 @@ fn shortening_moves_on_to_the_next_largest_result() {
 }
 
 #[test]
-fn the_summary_of_the_dropped_turns_counts_when_shortening() {
+fn the_summary_yields_before_the_current_turn_is_shortened() {
     let msgs = big_turn();
     let counter = CharRatio::default();
     let b = budget(0);
-    // Without the summary the current turn would fit exactly; the line
-    // of the dropped turn has to be paid for by shortening.
+    // Without the summary the current turn fits exactly: the summary is
+    // kept in the session but not sent, and nothing is shortened.
     let window = request_cost(&counter, b, "", &msgs[2..]);
     let out = trim(&input(&msgs, "", 1000, budget(window)), &counter).expect("fits");
     assert_eq!(out.dropped_turns, 1);
     assert_eq!(out.summary, summarize_turn(&msgs[..2]));
-    assert_eq!(out.shortened.len(), 1, "{:?}", out.shortened);
-    assert!(out.tokens_after <= window);
-    assert_eq!(
-        out.tokens_after,
-        request_cost(&counter, budget(window), &out.summary, &out.messages)
+    assert_eq!(out.request_summary, "");
+    assert!(out.shortened.is_empty(), "{:?}", out.shortened);
+    assert_eq!(out.tokens_after, window);
+    // One token more room and the summary's newest part comes back.
+    let out = trim(&input(&msgs, "", 1000, budget(window + 8)), &counter).expect("fits");
+    assert!(!out.request_summary.is_empty());
+    assert!(counter.text_tokens(&out.request_summary) <= 8);
+}
+
+/// A long session on a small window: the summary no longer grows until
+/// nothing fits (a 30-turn session on an 800-token window used to die with
+/// "0 are available").
+#[test]
+fn a_long_session_on_a_small_window_keeps_trimming() {
+    let counter = CharRatio::default();
+    let mut msgs = Vec::new();
+    let mut summary = String::new();
+    let b = Budget {
+        context_window: 800,
+        tool_def_tokens: 50,
+        output_reserve: 50,
+        pinned_tokens: 0,
+    };
+    for i in 0..60 {
+        msgs.push(user(&format!(
+            "turn {i}: what does the greenhouse log say today?"
+        )));
+        msgs.push(reply(&format!(
+            "reply {i}: {}",
+            "it was warm and the vent ran. ".repeat(3)
+        )));
+        let (kept, folded) = {
+            let out = trim(&input(&msgs, &summary, 4000, b), &counter)
+                .unwrap_or_else(|e| panic!("turn {i}: {e}"));
+            assert!(out.tokens_after <= 800);
+            (out.messages.into_owned(), out.summary)
+        };
+        summary = folded;
+        msgs = kept;
+    }
+    assert!(
+        summary.chars().count() > 1000,
+        "the kept summary is not thrown away"
     );
+}
+
+#[test]
+fn with_no_messages_the_summary_gets_what_the_prompt_leaves() {
+    let counter = CharRatio::new(1.0);
+    let b = Budget {
+        context_window: 100,
+        tool_def_tokens: 40,
+        output_reserve: 40,
+        pinned_tokens: 10,
+    };
+    let long = "x".repeat(500);
+    let out = trim(&input(&[], &long, 1000, b), &counter).expect("fits");
+    assert!(out.tokens_after <= 100);
+    assert_eq!(out.summary.len(), 500, "kept whole in the session");
+    let over = Budget {
+        pinned_tokens: 30,
+        ..b
+    };
+    assert!(trim(&input(&[], "", 1000, over), &counter).is_err());
+}
+
+#[test]
+fn fit_summary_keeps_the_newest_lines() {
+    let c = CharRatio::new(1.0);
+    assert_eq!(fit_summary("a\nbb\nccc", 100, &c), "a\nbb\nccc");
+    assert_eq!(fit_summary("a\nbb\nccc", 6, &c), "bb\nccc");
+    assert_eq!(fit_summary("a\nbb\nccc", 3, &c), "ccc");
+    assert_eq!(fit_summary("a\nbb\nccc", 2, &c), "c…");
+    assert_eq!(fit_summary("a\nbb\nccc", 0, &c), "");
 }
 
 #[test]

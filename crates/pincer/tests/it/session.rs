@@ -418,3 +418,53 @@ fn non_utf8_input_names_its_line() {
     let err = fails(child.wait_with_output().expect("wait"));
     assert!(err.contains("stdin line 2: not UTF-8"), "{err}");
 }
+
+/// A long session on an edge model's small window keeps trimming: the
+/// running summary yields its room to the conversation instead of growing
+/// until nothing fits.
+#[test]
+fn a_long_session_keeps_fitting_a_small_window() {
+    let home = tempfile::tempdir().expect("tempdir");
+    for i in 0..30 {
+        let text = format!(
+            "{}{}",
+            line(
+                "user",
+                &format!(
+                    "day {i}: what does the greenhouse log say about the vents and the pumps?"
+                )
+            ),
+            line(
+                "assistant",
+                &format!(
+                    "day {i}: {}",
+                    "the vent opened at noon and the pump ran twice. ".repeat(3)
+                )
+            ),
+        );
+        ok(pincer(home.path(), &["session", "append", "g"], &text));
+        let out = pincer(
+            home.path(),
+            &[
+                "session",
+                "trim",
+                "g",
+                "--budget",
+                "800",
+                "--tool-def-tokens",
+                "50",
+                "--output-reserve",
+                "50",
+                "--json",
+            ],
+            "",
+        );
+        assert!(out.status.success(), "turn {i}: {}", crate::stderr(&out));
+    }
+    let doc = json(&ok(pincer(
+        home.path(),
+        &["session", "show", "g", "--json"],
+        "",
+    )));
+    assert!(doc["summary"].as_str().expect("summary").len() > 1000);
+}
