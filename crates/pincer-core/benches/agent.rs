@@ -66,6 +66,7 @@ impl Provider for Instant {
                 usage: None,
                 provider: "instant".into(),
                 model: "none".into(),
+                attempts: Vec::new(),
             })
         })
     }

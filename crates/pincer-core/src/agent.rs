@@ -70,6 +70,12 @@ pub enum AgentEvent {
     TextDelta {
         text: String,
     },
+    /// A provider failed before one answered (or none did): the router
+    /// retried it or moved on to the next.
+    ProviderFailed {
+        #[serde(flatten)]
+        attempt: crate::provider::FailedAttempt,
+    },
     ModelReplied {
         provider: String,
         model: String,
@@ -297,9 +303,21 @@ impl Agent {
                         text: t.to_string(),
                     })
                 };
-                let response = self.provider.chat(&request, &on_text).await?;
+                let response = match self.provider.chat(&request, &on_text).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.report_attempts(conv.key(), e.attempts(), None, on_event)?;
+                        return Err(e.into());
+                    }
+                };
                 (response, estimated_input, trimmed_now)
             };
+            self.report_attempts(
+                conv.key(),
+                &response.attempts,
+                Some(&response.provider),
+                on_event,
+            )?;
             if trimmed_now {
                 // Skip moved (and the file may have been compacted): re-read once.
                 conv.view = conv.writer.view()?;
@@ -371,6 +389,35 @@ impl Agent {
             iterations: self.settings.max_tool_iterations,
             stop: StopReason::MaxToolIterations,
         })
+    }
+
+    /// Tells the front-end about every failed provider attempt and records
+    /// them in the trail (one `provider.fallback` entry per model call).
+    fn report_attempts(
+        &self,
+        session: &str,
+        attempts: &[crate::provider::FailedAttempt],
+        answered_by: Option<&str>,
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> Result<(), AgentError> {
+        if attempts.is_empty() {
+            return Ok(());
+        }
+        for a in attempts {
+            on_event(AgentEvent::ProviderFailed { attempt: a.clone() });
+        }
+        self.gate
+            .audit()
+            .record(
+                self.gate.actor(),
+                &crate::audit::schema::ProviderFallback {
+                    session: session.to_string(),
+                    answered_by: answered_by.map(str::to_string),
+                    attempts: attempts.to_vec(),
+                },
+            )
+            .map_err(|e| AgentError::Gate(GateError::Audit(e)))?;
+        Ok(())
     }
 
     /// Trims the context to the budget (CX1–CX5).

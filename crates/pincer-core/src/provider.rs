@@ -81,6 +81,21 @@ pub struct ChatResponse {
     /// Which configured provider answered (the router sets the final name).
     pub provider: String,
     pub model: String,
+    /// The attempts that failed before this answer (a provider down, a
+    /// retried 500…), oldest first: fallback is never silent.
+    pub attempts: Vec<FailedAttempt>,
+}
+
+/// One call to one provider that did not answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedAttempt {
+    pub provider: String,
+    /// 0 for the first try on this provider, 1 for the first retry…
+    pub retry: u32,
+    /// How long the router waited before this attempt, in milliseconds.
+    pub waited_ms: u64,
+    /// What went wrong, in words.
+    pub error: String,
 }
 
 /// What a provider can do, as data.
@@ -122,9 +137,25 @@ pub enum ProviderError {
     Protocol { provider: String, message: String },
     #[error("{provider}: not configured: {message}")]
     Config { provider: String, message: String },
+    /// Every provider of a fallback chain failed; `attempts` says how,
+    /// oldest first, and `last` is the final error.
+    #[error("every provider failed ({} attempts); the last: {last}", attempts.len())]
+    Exhausted {
+        provider: String,
+        attempts: Vec<FailedAttempt>,
+        last: Box<ProviderError>,
+    },
 }
 
 impl ProviderError {
+    /// The attempts that failed, when a router gave up.
+    pub fn attempts(&self) -> &[FailedAttempt] {
+        match self {
+            ProviderError::Exhausted { attempts, .. } => attempts,
+            _ => &[],
+        }
+    }
+
     /// True when the next provider in the fallback chain should be tried.
     pub fn is_retryable(&self) -> bool {
         matches!(

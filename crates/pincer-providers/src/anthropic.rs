@@ -273,10 +273,33 @@ struct MessageDeltaBody {
     stop_reason: Option<String>,
 }
 
+/// Anthropic counts a prompt in three parts: what was read from the cache,
+/// what was written to it, and the rest (`input_tokens`). The prompt's size
+/// is their sum; llama-server's Messages API reports `input_tokens: 1` for a
+/// 1 780-token prompt served from its cache.
 #[derive(Deserialize)]
 struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The whole prompt, when any part of it was reported.
+    fn input(&self) -> Option<u64> {
+        let parts = [
+            self.input_tokens,
+            self.cache_read_input_tokens,
+            self.cache_creation_input_tokens,
+        ];
+        parts.iter().any(Option::is_some).then(|| {
+            parts
+                .iter()
+                .flatten()
+                .fold(0u64, |a, b| a.saturating_add(*b))
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -360,7 +383,7 @@ impl<'a> StreamState<'a> {
                     self.model = m;
                 }
                 if let Some(u) = message.usage {
-                    self.input_tokens = u.input_tokens.or(self.input_tokens);
+                    self.input_tokens = u.input().or(self.input_tokens);
                     self.output_tokens = u.output_tokens.or(self.output_tokens);
                 }
             }
@@ -408,7 +431,7 @@ impl<'a> StreamState<'a> {
                     self.stop_reason = Some(r);
                 }
                 if let Some(u) = usage {
-                    self.input_tokens = u.input_tokens.or(self.input_tokens);
+                    self.input_tokens = u.input().or(self.input_tokens);
                     self.output_tokens = u.output_tokens.or(self.output_tokens);
                 }
             }
@@ -460,6 +483,7 @@ impl<'a> StreamState<'a> {
             usage,
             provider: self.provider.to_string(),
             model: self.model,
+            attempts: Vec::new(),
         })
     }
 }
@@ -559,6 +583,20 @@ mod tests {
             err("mystery_error"),
             ProviderError::Protocol { .. }
         ));
+    }
+
+    /// The prompt is the sum of its cached, cache-written and other parts.
+    #[test]
+    fn input_usage_counts_the_cache() {
+        let r = run(&[
+            r#"{"type":"message_start","message":{"model":"m","usage":{"input_tokens":1,"cache_read_input_tokens":1700,"cache_creation_input_tokens":79,"output_tokens":1}}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":12}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+        .expect("ok");
+        let u = r.usage.expect("usage");
+        assert_eq!(u.input_tokens, 1780);
+        assert_eq!(u.output_tokens, 12);
     }
 
     #[test]

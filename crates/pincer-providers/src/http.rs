@@ -45,12 +45,18 @@ impl ApiKey {
         Ok(v)
     }
 
+    /// Replaces the key in `text`. A key shorter than
+    /// [`MIN_SECRET_CHARS`] is left alone: it is no secret worth the damage
+    /// of replacing every `e` of a message with `<redacted>`.
     fn scrub(&self, text: &mut String) {
-        if text.contains(&self.0) {
+        if self.0.chars().count() >= MIN_SECRET_CHARS && text.contains(&self.0) {
             *text = text.replace(&self.0, "<redacted>");
         }
     }
 }
+
+/// The shortest key that is scrubbed from error messages.
+pub(crate) const MIN_SECRET_CHARS: usize = 8;
 
 /// Removes the key from every message an error carries (a vendor may echo
 /// it back in a 401 body).
@@ -64,6 +70,19 @@ pub(crate) fn redact(mut e: ProviderError, key: Option<&ApiKey>) -> ProviderErro
         | ProviderError::Protocol { message, .. }
         | ProviderError::Config { message, .. } => key.scrub(message),
         ProviderError::Timeout { .. } => {}
+        ProviderError::Exhausted { attempts, last, .. } => {
+            for a in attempts.iter_mut() {
+                key.scrub(&mut a.error);
+            }
+            let inner = std::mem::replace(
+                last.as_mut(),
+                ProviderError::Timeout {
+                    provider: String::new(),
+                    after: std::time::Duration::ZERO,
+                },
+            );
+            **last = redact(inner, Some(key));
+        }
     }
     e
 }
@@ -348,6 +367,13 @@ pub(crate) async fn status_error(
         429 => ProviderError::RateLimited {
             provider,
             retry_after,
+            message,
+        },
+        // Not implemented, or an HTTP version the server does not speak:
+        // asking again will not change the answer.
+        501 | 505 => ProviderError::Rejected {
+            provider,
+            status: code,
             message,
         },
         500..=599 => ProviderError::Server {

@@ -359,6 +359,7 @@ impl<'a> StreamState<'a> {
             usage: self.usage,
             provider: self.provider.to_string(),
             model: self.model,
+            attempts: Vec::new(),
         })
     }
 }

@@ -26,7 +26,7 @@
 
 use crate::config::ProviderConfig;
 use pincer_core::provider::{
-    BoxFuture, ChatRequest, ChatResponse, Provider, ProviderCaps, ProviderError,
+    BoxFuture, ChatRequest, ChatResponse, FailedAttempt, Provider, ProviderCaps, ProviderError,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -200,15 +200,26 @@ impl Router {
                 let err = match result {
                     Ok(mut resp) => {
                         resp.provider = provider.name().to_string();
+                        resp.attempts = failed(&log);
                         log.push(attempt);
                         return (Ok(resp), log);
                     }
                     Err(e) => e,
                 };
+                // The same server error twice in a row on one provider will
+                // not change on a third try (llama-server's "tools param
+                // requires --jinja flag" is a 500): move on.
+                let repeated = matches!(
+                    (&err, log.last()),
+                    (
+                        ProviderError::Server { message, .. },
+                        Some(Attempt { provider: p, error: Some(ProviderError::Server { message: before, .. }), .. })
+                    ) if p == provider.name() && message == before
+                );
                 attempt.error = Some(err.clone());
                 log.push(attempt);
                 if !err.is_retryable() {
-                    return (Err(err), log);
+                    return (Err(exhausted(&self.name, &log, err)), log);
                 }
                 let wait = match &err {
                     ProviderError::RateLimited {
@@ -219,6 +230,7 @@ impl Router {
                         retry_after: Some(d),
                         ..
                     } => Some(*d),
+                    _ if repeated => None,
                     _ => Some(policy.backoff(retry)),
                 };
                 last_error = Some(err);
@@ -232,11 +244,41 @@ impl Router {
                 }
             }
         }
-        let err = last_error.unwrap_or_else(|| ProviderError::Config {
-            provider: self.name.clone(),
-            message: "the fallback chain is empty: configure at least one provider".into(),
-        });
+        let err = match last_error {
+            Some(e) => exhausted(&self.name, &log, e),
+            None => ProviderError::Config {
+                provider: self.name.clone(),
+                message: "the fallback chain is empty: configure at least one provider".into(),
+            },
+        };
         (Err(err), log)
+    }
+}
+
+/// The failed attempts of `log`, as the agent reports them.
+fn failed(log: &[Attempt]) -> Vec<FailedAttempt> {
+    log.iter()
+        .filter_map(|a| {
+            a.error.as_ref().map(|e| FailedAttempt {
+                provider: a.provider.clone(),
+                retry: a.retry,
+                waited_ms: u64::try_from(a.waited.as_millis()).unwrap_or(u64::MAX),
+                error: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// `last` as the router's answer: itself when it was the only attempt,
+/// else [`ProviderError::Exhausted`] with every attempt before it.
+fn exhausted(name: &str, log: &[Attempt], last: ProviderError) -> ProviderError {
+    if log.len() <= 1 {
+        return last;
+    }
+    ProviderError::Exhausted {
+        provider: name.to_string(),
+        attempts: failed(log),
+        last: Box::new(last),
     }
 }
 
@@ -326,6 +368,7 @@ mod tests {
                     usage: None,
                     provider: "inner-name".into(),
                     model: "m".into(),
+                    attempts: Vec::new(),
                 })
             })
         }

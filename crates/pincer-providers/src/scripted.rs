@@ -239,6 +239,7 @@ impl ScriptedProvider {
             }),
             provider: self.name.clone(),
             model: "scripted".into(),
+            attempts: Vec::new(),
         })
     }
 }

@@ -60,6 +60,12 @@ pub enum RuntimeError {
     MissingKey { provider: String, var: String },
     #[error(transparent)]
     Provider(#[from] pincer_core::provider::ProviderError),
+    #[error("{var} {reason}")]
+    BadEnv { var: &'static str, reason: String },
+    #[error(
+        "OPENAI_BASE_URL names {url}, whose /models lists no model: set PINCER_MODEL to the model to use"
+    )]
+    NoModel { url: String },
     #[error("{from} names {}, which is not an existing directory", dir.display())]
     NoWorkspace { from: &'static str, dir: PathBuf },
     #[error(transparent)]

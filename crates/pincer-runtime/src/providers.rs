@@ -99,28 +99,8 @@ async fn zero_config(settings: &Settings, env: &Env) -> Result<ProviderChoice, R
         p.api_key_env = key_env.map(str::to_string);
         p
     };
-    if env.openai_key.is_some() {
-        let url = env
-            .openai_base_url
-            .clone()
-            .unwrap_or_else(|| defaults::OPENAI_BASE_URL.into());
-        let model = env
-            .model
-            .clone()
-            .unwrap_or_else(|| defaults::OPENAI_MODEL.into());
-        let how = format!("OPENAI_API_KEY is set: OpenAI-compatible {url}, model {model}");
-        let p = make(
-            "openai",
-            ProviderKind::Openai,
-            url,
-            model,
-            Some("OPENAI_API_KEY"),
-        );
-        return Ok(ProviderChoice {
-            chain: vec![p],
-            how,
-            probe: None,
-        });
+    if env.openai_key.is_some() || env.openai_base_url.is_some() {
+        return openai_zero_config(env, window).await;
     }
     if env.anthropic_key.is_some() {
         let url = env
@@ -161,6 +141,47 @@ async fn zero_config(settings: &Settings, env: &Env) -> Result<ProviderChoice, R
         });
     }
     Err(RuntimeError::NoProvider)
+}
+
+/// `OPENAI_API_KEY` and/or `OPENAI_BASE_URL`: OpenAI itself, or another
+/// OpenAI-compatible server (a keyless local one on another port). The
+/// model is `PINCER_MODEL`, else what the server's `/models` lists, else —
+/// for OpenAI itself only — the vendor default; never a guess.
+async fn openai_zero_config(env: &Env, window: usize) -> Result<ProviderChoice, RuntimeError> {
+    let url = env
+        .openai_base_url
+        .clone()
+        .unwrap_or_else(|| defaults::OPENAI_BASE_URL.into());
+    let url =
+        pincer_providers::config::check_base_url(&url).map_err(|reason| RuntimeError::BadEnv {
+            var: "OPENAI_BASE_URL",
+            reason,
+        })?;
+    let mut probe = None;
+    let model = match &env.model {
+        Some(m) => m.clone(),
+        None if url == defaults::OPENAI_BASE_URL => defaults::OPENAI_MODEL.to_string(),
+        None => {
+            let report = pincer_providers::probe(&url, Duration::from_secs(2)).await;
+            let first = report.model_ids.first().cloned();
+            probe = Some(report);
+            first.ok_or_else(|| RuntimeError::NoModel { url: url.clone() })?
+        }
+    };
+    let keyed = env.openai_key.is_some();
+    let how = if keyed {
+        format!("OPENAI_API_KEY is set: OpenAI-compatible {url}, model {model}")
+    } else {
+        format!("OPENAI_BASE_URL is set, with no key: OpenAI-compatible {url}, model {model}")
+    };
+    let mut p = ProviderConfig::with_defaults("openai", ProviderKind::Openai, model, window);
+    p.base_url = url;
+    p.api_key_env = keyed.then(|| "OPENAI_API_KEY".to_string());
+    Ok(ProviderChoice {
+        chain: vec![p],
+        how,
+        probe,
+    })
 }
 
 /// The key for `p`: the variable its `api_key_env` names.

@@ -20,6 +20,7 @@ pub fn text(t: &str) -> ChatResponse {
         }),
         provider: "test".into(),
         model: "m".into(),
+        attempts: Vec::new(),
     }
 }
 

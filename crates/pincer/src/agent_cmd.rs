@@ -159,6 +159,13 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
                 let first = preview.lines().next().unwrap_or("");
                 writeln!(err, "  {mark} {name}: {}", terminal_safe(first))
             }
+            AgentEvent::ProviderFailed { attempt } => writeln!(
+                err,
+                "  (provider {} failed on try {}: {})",
+                terminal_safe(&attempt.provider),
+                attempt.retry + 1,
+                terminal_safe(&attempt.error)
+            ),
             AgentEvent::Repaired { closed_calls } => writeln!(
                 err,
                 "  (closed {} tool call(s) an earlier crash left open)",

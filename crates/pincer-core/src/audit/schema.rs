@@ -32,6 +32,7 @@ pub enum Kind {
     HwResult,
     MemoryWrite,
     MemoryConsolidate,
+    ProviderFallback,
 }
 
 impl Kind {
@@ -49,6 +50,7 @@ impl Kind {
         Kind::HwResult,
         Kind::MemoryWrite,
         Kind::MemoryConsolidate,
+        Kind::ProviderFallback,
     ];
 
     /// The name stored in an entry's `kind` field.
@@ -67,6 +69,7 @@ impl Kind {
             Kind::HwResult => "hw.result",
             Kind::MemoryWrite => "memory.write",
             Kind::MemoryConsolidate => "memory.consolidate",
+            Kind::ProviderFallback => "provider.fallback",
         }
     }
 
@@ -455,6 +458,18 @@ pub struct MemoryConsolidate {
     pub watermark_to: u64,
 }
 payload!(MemoryConsolidate, MemoryConsolidate);
+
+/// A model call on which providers failed before one answered, or none
+/// did (`provider.fallback`): fallback is never silent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderFallback {
+    pub session: String,
+    /// The provider that answered; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    pub attempts: Vec<crate::provider::FailedAttempt>,
+}
+payload!(ProviderFallback, ProviderFallback);
 
 #[cfg(test)]
 mod tests {

@@ -397,6 +397,29 @@ async fn api_key_never_appears_in_errors_or_debug() {
     mock.assert_protocol_invariants();
 }
 
+/// A key too short to be a secret (a local server that wants any key) is
+/// not scrubbed: replacing every `x` of a message would make it unreadable.
+#[tokio::test]
+async fn a_one_character_key_does_not_mangle_messages() {
+    let mock = Mock::start().await;
+    mock.on(
+        PATH,
+        Reply::json(
+            400,
+            json!({"error": {"message": "the prompt exceeds the available context"}}),
+        ),
+    );
+    let err = provider(&mock, Some("e"))
+        .chat(&simple_request(), &|_| {})
+        .await
+        .expect_err("400");
+    assert!(
+        err.to_string()
+            .contains("the prompt exceeds the available context"),
+        "{err}"
+    );
+}
+
 /// A key echoed across the point where the vendor message is cut must not
 /// survive in part: the body is scrubbed before it is shortened.
 #[tokio::test]

@@ -182,14 +182,24 @@ async fn all_failing_returns_the_last_error_and_the_attempt_log() {
     let r = router(&mock, 0, &rec);
     let (result, log) = r.chat_logged(&simple_request(), &|_| {}).await;
     let err = result.unwrap_err();
+    let ProviderError::Exhausted { attempts, last, .. } = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!(
-        err,
+        **last,
         ProviderError::Server {
             provider: "b".into(),
             status: 504,
             message: "b still down".into(),
         }
     );
+    // The error says every attempt, not just the last.
+    let said: Vec<(&str, u32)> = attempts
+        .iter()
+        .map(|a| (a.provider.as_str(), a.retry))
+        .collect();
+    assert_eq!(said, [("a", 0), ("b", 0), ("b", 1)]);
+    assert!(attempts[0].error.contains("a down"), "{attempts:?}");
     let who: Vec<(&str, u32)> = log.iter().map(|a| (a.provider.as_str(), a.retry)).collect();
     assert_eq!(who, [("a", 0), ("b", 0), ("b", 1)]);
     assert!(log.iter().all(|a| a.error.is_some()));
@@ -201,4 +211,33 @@ async fn all_failing_returns_the_last_error_and_the_attempt_log() {
         "{debug}"
     );
     mock.assert_protocol_invariants();
+}
+
+/// A server error that repeats word for word will not change on a third
+/// try: the router moves on after the second.
+#[tokio::test]
+async fn an_identical_server_error_is_not_retried_again() {
+    let mock = Mock::start().await;
+    let jinja = || {
+        Reply::json(
+            500,
+            json!({"error": {"message": "tools param requires --jinja flag"}}),
+        )
+    };
+    mock.on(A, jinja()).on(A, jinja()).on(A, jinja());
+    mock.on(B, ok_stream("from b"));
+    let rec = Arc::new(Recorder::default());
+    let r = router(&mock, 2, &rec);
+    let (result, log) = r.chat_logged(&simple_request(), &|_| {}).await;
+    let resp = result.expect("b answers");
+    assert_eq!(resp.provider, "b");
+    assert_eq!(mock.requests_to(A).len(), 2, "not a third time");
+    // What failed before the answer travels with it.
+    assert_eq!(resp.attempts.len(), 2);
+    assert!(
+        resp.attempts[0].error.contains("--jinja"),
+        "{:?}",
+        resp.attempts
+    );
+    assert_eq!(log.len(), 3);
 }

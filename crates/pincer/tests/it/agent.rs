@@ -411,7 +411,11 @@ fn a_single_provider_still_retries_a_429() {
     let out = pincer_env(
         tmp.path(),
         &["agent", "-m", "say hello"],
-        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", &url)],
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_BASE_URL", &url),
+            ("PINCER_MODEL", "m"),
+        ],
     );
     let text = ok(out);
     assert!(text.contains("Hello from a real socket."), "{text}");
@@ -706,4 +710,130 @@ fn a_new_session_starts_from_the_handoff_of_the_last_one() {
     );
     let err = fails(crate::pincer(&home, &["handoff", "--session", "../x"], ""));
     assert!(err.contains("session"), "{err}");
+}
+
+/// Fallback is never silent: a dead first provider shows on stderr in text
+/// mode, as an event in JSON mode, and in the audit trail.
+#[test]
+fn a_dead_provider_and_the_fallback_are_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A port nothing listens on: bound, then closed.
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}/v1", l.local_addr().expect("addr"))
+    };
+    let (url, server) = openai_mock(vec![sse_response(), sse_response()]);
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[agent]\nfallback_chain = [\"dead\", \"live\"]\n\n\
+             [providers.dead]\nkind = \"openai\"\nbase_url = \"{dead}\"\nmodel = \"m\"\nmax_retries = 0\n\n\
+             [providers.live]\nkind = \"openai\"\nbase_url = \"{url}\"\nmodel = \"m\"\n"
+        ),
+    )
+    .expect("config");
+    let out = pincer_env(&home, &["agent", "-m", "say hello"], &[]);
+    let err = stderr(&out);
+    let text = ok(out);
+    assert!(text.contains("Hello from a real socket."), "{text}");
+    assert!(err.contains("provider dead failed on try 1"), "{err}");
+    let out = ok(pincer_env(&home, &["agent", "-m", "again", "--json"], &[]));
+    let failed: Vec<serde_json::Value> = out
+        .lines()
+        .map(json)
+        .filter(|e| e["event"] == "provider_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{out}");
+    assert_eq!(failed[0]["provider"], "dead");
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("cannot reach"),
+        "{out}"
+    );
+    let log = ok(pincer_env(
+        &home,
+        &["audit", "log", "--kind", "provider", "--json"],
+        &[],
+    ));
+    let entries: Vec<serde_json::Value> = log.lines().map(json).collect();
+    assert_eq!(entries.len(), 2, "{log}");
+    assert_eq!(entries[0]["data"]["answered_by"], "live");
+    assert_eq!(entries[0]["data"]["attempts"][0]["provider"], "dead");
+    assert_eq!(server.join().expect("server").len(), 2);
+}
+
+/// A loopback server that answers by path: `/v1/models` lists `local-7b`,
+/// `/v1/chat/completions` streams the hello reply, anything else is 404.
+/// It serves `n` connections and hands back the request lines.
+fn routed_mock(n: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            let (stream, _) = listener.accept().expect("accept");
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut first = String::new();
+            reader.read_line(&mut first).expect("read");
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("read");
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().expect("length");
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).expect("body");
+            let models = r#"{"object":"list","data":[{"id":"local-7b","object":"model"}]}"#;
+            let response = if first.contains("/v1/models") {
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{models}",
+                    models.len()
+                )
+            } else if first.contains("/v1/chat/completions") {
+                sse_response()
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_string()
+            };
+            let mut stream = stream;
+            stream.write_all(response.as_bytes()).expect("respond");
+            seen.push(first.trim().to_string() + " " + &String::from_utf8_lossy(&body));
+        }
+        seen
+    });
+    (url, handle)
+}
+
+/// `OPENAI_BASE_URL` alone (a keyless local server on another port) is
+/// used, and its model comes from its `/models`, not a vendor default.
+#[test]
+fn a_keyless_base_url_is_used_with_the_model_it_lists() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // /health, /models, then the chat.
+    let (url, server) = routed_mock(3);
+    let out = pincer_env(
+        tmp.path(),
+        &["agent", "-m", "say hello"],
+        &[("OPENAI_BASE_URL", &url)],
+    );
+    let err = stderr(&out);
+    let text = ok(out);
+    assert!(text.contains("Hello from a real socket."), "{text}");
+    assert!(err.contains("OPENAI_BASE_URL is set, with no key"), "{err}");
+    assert!(err.contains("model local-7b"), "{err}");
+    let seen = server.join().expect("server");
+    let chat = seen
+        .iter()
+        .find(|r| r.contains("/chat/completions"))
+        .expect("chat");
+    assert!(chat.contains("\"model\":\"local-7b\""), "{chat}");
 }
