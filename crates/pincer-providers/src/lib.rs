@@ -37,7 +37,7 @@ pub mod sse;
 pub use anthropic::AnthropicProvider;
 pub use http::parse_retry_after;
 pub use openai::OpenAiProvider;
-pub use probe::{ProbeReport, detect_local, probe};
+pub use probe::{Check, ProbeReport, detect_local, probe, probe_anthropic};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};
 pub use scripted::{ScriptTurn, ScriptedProvider};
 

@@ -106,6 +106,38 @@ pub async fn probe(base_url: &str, timeout: Duration) -> ProbeReport {
     }
 }
 
+/// Probes an Anthropic Messages endpoint: `GET {base}/v1/models` with the
+/// key, as `pincer doctor` does for every configured Anthropic provider
+/// (a wrong key answers 401, a wrong URL does not answer).
+pub async fn probe_anthropic(base_url: &str, api_key: &str, timeout: Duration) -> Check {
+    let base = base_url.trim_end_matches('/');
+    let url = format!("{base}/v1/models");
+    let client = match probe_client(base, timeout) {
+        Ok(c) => c,
+        Err(e) => {
+            return Check {
+                url,
+                ok: false,
+                status: None,
+                error: Some(e),
+                elapsed_ms: 0,
+            };
+        }
+    };
+    let request = client
+        .get(&url)
+        .header("x-api-key", api_key)
+        .header("anthropic-version", crate::anthropic::ANTHROPIC_VERSION);
+    let (mut check, _) = send(request, &url, timeout).await;
+    if let Some(e) = &mut check.error {
+        // A vendor may echo the key back.
+        if api_key.chars().count() >= http::MIN_SECRET_CHARS {
+            *e = e.replace(api_key, "<redacted>");
+        }
+    }
+    check
+}
+
 fn probe_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .tls_backend_preconfigured(http::tls_config("probe", base_url).map_err(|e| e.to_string())?)
@@ -116,9 +148,13 @@ fn probe_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, St
 
 /// One GET, and its body when it succeeded.
 async fn get(client: &reqwest::Client, url: &str, timeout: Duration) -> (Check, String) {
+    send(client.get(url), url, timeout).await
+}
+
+async fn send(request: reqwest::RequestBuilder, url: &str, timeout: Duration) -> (Check, String) {
     let started = Instant::now();
     let result = async {
-        let resp = client.get(url).send().await?;
+        let resp = request.send().await?;
         let status = resp.status();
         let body = resp.text().await?;
         Ok::<_, reqwest::Error>((status, body))

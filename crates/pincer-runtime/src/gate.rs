@@ -44,6 +44,39 @@ pub fn build(
     gate
 }
 
+/// The file a hook's `program` runs: an absolute path, or a bare name found
+/// in the hooks' `PATH`; `None` when there is no executable file there.
+pub fn hook_program(program: &str, env: &Env) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.starts_with('/') {
+        let p = std::path::PathBuf::from(program);
+        return runnable(&p).then_some(p);
+    }
+    std::env::split_paths(&env.hooks.path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|p| runnable(p))
+}
+
+/// Every configured hook's program can run: a hook whose command does not
+/// exist is an error when pincer starts, not when a tool is first called.
+pub fn check_hooks(settings: &Settings, env: &Env) -> Result<(), RuntimeError> {
+    for (i, h) in settings.core.hooks.iter().enumerate() {
+        let program = h.command.first().map(String::as_str).unwrap_or_default();
+        if hook_program(program, env).is_none() {
+            return Err(RuntimeError::HookProgram {
+                key: format!("hooks[{i}].command"),
+                name: h.name.clone(),
+                program: program.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The part of the config that decides what the agent may do.
 pub fn policy_fingerprint(settings: &Settings) -> serde_json::Value {
     let p = &settings.core.policy;

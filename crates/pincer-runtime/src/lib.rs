@@ -60,6 +60,14 @@ pub enum RuntimeError {
     MissingKey { provider: String, var: String },
     #[error(transparent)]
     Provider(#[from] pincer_core::provider::ProviderError),
+    #[error(
+        "{key}: hook `{name}` runs `{program}`, which is not an executable file (nor in the hooks' PATH)"
+    )]
+    HookProgram {
+        key: String,
+        name: String,
+        program: String,
+    },
     #[error("{var} {reason}")]
     BadEnv { var: &'static str, reason: String },
     #[error(
@@ -145,6 +153,7 @@ impl Runtime {
         env: Env,
         opts: RuntimeOptions,
     ) -> Result<Runtime, RuntimeError> {
+        gate::check_hooks(&settings, &env)?;
         let choice = providers::choose(&settings, &env, opts.provider.as_deref()).await?;
         let provider = providers::build(&choice, &env)?;
         let dir = tools::workspace_dir(&home, &settings, &env, opts.workspace.as_deref())?;

@@ -1,64 +1,191 @@
-//! What pincer would use and what is degraded, as one report: `pincer
-//! doctor` renders it, and every other front-end that reports status reads
-//! the same function.
+//! What pincer would use, what is wrong and what is degraded, as one
+//! [`Report`]: `pincer doctor` renders all of it, `pincer status` its
+//! first screen, and every other front-end that reports status (the
+//! gateway) reads the same function. Errors (the agent cannot start, the
+//! trail is damaged, the workspace is unusable…) and warnings (a degraded
+//! layer, a deny pattern that matches nothing) are kept apart, each a
+//! sentence a person can act on.
+//!
+//! The JSON shape is pincer's own: a part that could not be read is
+//! `{"error": "…"}` in place of its fields, never a language's `Ok`/`Err`.
 
 use crate::{Env, Settings};
 use pincer_core::home::Home;
 use pincer_providers::config::ProviderKind;
-use pincer_providers::{ProbeReport, probe};
+use pincer_providers::{Check, ProbeReport};
 use serde::Serialize;
 use std::time::Duration;
 
-#[derive(Debug, Serialize)]
+/// A part of the report, or why it could not be read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Part<T> {
+    Ok(T),
+    Err { error: String },
+}
+
+impl<T> Part<T> {
+    fn of<E: std::fmt::Display>(r: Result<T, E>) -> Part<T> {
+        match r {
+            Ok(v) => Part::Ok(v),
+            Err(e) => Part::Err {
+                error: e.to_string(),
+            },
+        }
+    }
+
+    pub fn ok(&self) -> Option<&T> {
+        match self {
+            Part::Ok(v) => Some(v),
+            Part::Err { .. } => None,
+        }
+    }
+}
+
+/// How much the report asks of the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// No request leaves the machine but the zero-config probe of local
+    /// ports (`pincer status`).
+    Quick,
+    /// Configured providers are probed too (`pincer doctor`).
+    Full,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    pub path: String,
+    pub found: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Workspace {
+    pub path: String,
+    /// How paths are resolved beneath it (`openat2` or the component walk).
+    pub resolution: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HookStatus {
+    pub name: String,
+    pub kind: String,
+    pub program: String,
+    /// The program exists and may be executed (an absolute path, or a bare
+    /// name found in the hooks' PATH).
+    pub runnable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    pub autonomy: &'static str,
+    pub fsync: &'static str,
+    pub approval_timeout_secs: u64,
+    pub deny_tools: Vec<String>,
+    pub deny_commands: Vec<String>,
+    pub hooks: Vec<HookStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditState {
+    /// True when the chain verifies.
+    pub intact: bool,
+    pub entries: u64,
+    /// The first defect, in words, with its seq.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defect: Option<String>,
+    /// Bytes of an interrupted append the next one repairs.
+    pub torn_tail_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Memory {
+    /// `fts5`, or `scan` in a build without the index.
+    pub search: &'static str,
+    pub pages: usize,
+    pub pinned: usize,
+    pub unreadable: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Hardware {
+    pub board: String,
+    /// `env`, `config`, `device_tree`, `unknown_device_tree` or
+    /// `no_device_tree`.
+    pub detected_from: String,
+    /// Whether the agent is offered the hardware tools.
+    pub agent_tools: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct ProviderStatus {
     pub name: String,
-    pub kind: ProviderKind,
+    pub kind: &'static str,
     pub base_url: String,
     pub model: String,
     /// The variable named by `api_key_env`, and whether it is set (never
     /// its value).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_set: Option<bool>,
-    /// PR3: `/health` and `/models` of an OpenAI-compatible server on this
-    /// machine.
+    /// A local OpenAI-compatible server's `/health` and `/models`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeReport>,
+    /// An Anthropic endpoint's `/v1/models` with the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reach: Option<Check>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentProvider {
+    /// How the providers were chosen, in words.
+    pub how: String,
+    /// What zero-config detection found on this machine, if it probed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected: Option<ProbeReport>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub version: &'static str,
+    /// No errors.
+    pub ok: bool,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
     pub home: String,
-    pub config: String,
-    pub config_found: bool,
-    pub workspace: Option<String>,
-    pub workspace_error: Option<String>,
-    pub path_resolution: Option<String>,
-    pub autonomy: &'static str,
-    pub fsync: &'static str,
-    /// `[policy]` deny lists and `[[hooks]]` names, as configured.
-    pub deny_tools: Vec<String>,
-    pub deny_commands: Vec<String>,
-    pub hooks: Vec<String>,
-    /// AU3, the same walk as `pincer audit verify`.
-    pub audit: Result<pincer_core::audit::VerifyReport, String>,
-    /// Calls waiting for a person (`pincer approvals list`).
-    pub approvals_waiting: Result<usize, String>,
-    /// ME3: which search memory uses (`fts5`, or `scan` without it).
-    pub memory_search: &'static str,
-    /// Memory pages, pinned pages, and pages that could not be read.
-    pub memory_pages: Result<(usize, usize, usize), String>,
-    /// HW3: the board, how it was chosen, and whether the agent gets the
-    /// hardware tools; or the `[hardware]` / `PINCER_BOARD` error.
-    pub hardware: Result<String, String>,
+    pub config: Config,
+    pub workspace: Part<Workspace>,
+    pub policy: Policy,
+    pub sessions: Part<usize>,
+    pub approvals_waiting: Part<usize>,
+    pub audit: Part<AuditState>,
+    pub memory: Part<Memory>,
+    pub hardware: Part<Hardware>,
+    /// What `pincer agent` would use now.
+    pub agent_provider: Part<AgentProvider>,
     pub providers: Vec<ProviderStatus>,
-    /// What `pincer agent` would use now, or why it cannot start.
-    pub agent_provider: Result<String, String>,
-    /// PR3: what zero-config detection found on this machine, if it probed.
-    pub detected_local: Option<ProbeReport>,
     pub skills: Vec<String>,
-    pub skill_problems: Vec<String>,
-    /// Things that work, but less well than they could, said plainly.
-    pub degraded: Vec<String>,
+}
+
+impl Report {
+    /// The first screen (`pincer status`): the same values, fewer parts.
+    pub fn status(&self) -> serde_json::Value {
+        serde_json::json!({
+            "version": self.version,
+            "ok": self.ok,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "agent_provider": self.agent_provider,
+            "policy": {"autonomy": self.policy.autonomy},
+            "workspace": self.workspace,
+            "sessions": self.sessions,
+            "approvals_waiting": self.approvals_waiting,
+            "audit": self.audit,
+            "memory": self.memory,
+            "hardware": self.hardware,
+        })
+    }
 }
 
 fn is_local(url: &str) -> bool {
@@ -67,157 +194,318 @@ fn is_local(url: &str) -> bool {
         || url.starts_with("http://[::1]")
 }
 
-pub async fn report(home: &Home, settings: &Settings, env: &Env) -> Report {
-    let cfg = settings;
-    let mut providers = Vec::new();
-    for p in &settings.providers {
-        let probe = if p.kind == ProviderKind::Openai && is_local(&p.base_url) {
-            Some(probe(&p.base_url, Duration::from_secs(2)).await)
-        } else {
-            None
-        };
-        providers.push(ProviderStatus {
-            name: p.name.clone(),
-            kind: p.kind,
-            base_url: p.base_url.clone(),
-            model: p.model.clone(),
-            api_key_env: p.api_key_env.clone(),
-            api_key_set: p.api_key_env.as_ref().map(|k| env.var(k).is_some()),
-            probe,
-        });
-    }
-    // The same choice `pincer agent` makes, built the same way, so a missing
-    // key shows here as it would there.
-    let choice = crate::providers::choose(settings, env, None).await;
-    let detected = choice.as_ref().ok().and_then(|c| c.probe.clone());
-    let agent_provider = choice
-        .and_then(|c| crate::providers::build(&c, env).map(|_| c.how))
-        .map_err(|e| e.to_string());
-    let mut degraded = vec![
+/// Builds the report. Nothing here writes anything.
+pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -> Report {
+    let mut errors = Vec::new();
+    let mut warnings = vec![
         "shell: runs without an OS sandbox (namespaces, Landlock, cgroups are not built yet); \
          commands the classifier calls read-only run unapproved under supervised autonomy"
             .to_string(),
     ];
-    let (workspace, workspace_error, path_resolution) =
-        match crate::tools::workspace_dir(home, settings, env, None)
-            .and_then(|d| crate::tools::open_workspace(home, &d))
-        {
-            Ok(ws) => {
-                if ws.resolution_mode() != pincer_tools::ResolutionMode::Openat2 {
-                    degraded.push(format!("file tools: {}", ws.resolution_mode().as_str()));
-                }
-                (
-                    Some(ws.root().display().to_string()),
-                    None,
-                    Some(ws.resolution_mode().as_str().to_string()),
-                )
-            }
-            Err(e) => (None, Some(e.to_string()), None),
-        };
-    // A deny pattern that matches no tool is most likely a typo that
-    // protects nothing.
-    if let Ok(tools) = crate::tools::assessment_tools(home, settings, env) {
-        for p in &cfg.core.policy.deny_tools {
-            if !tools
-                .iter()
-                .any(|t| pincer_core::glob::glob_match(p, t.name()))
-            {
-                degraded.push(format!(
-                    "policy: deny_tools pattern `{p}` matches no tool (a typo protects nothing)"
+
+    // The same choice `pincer agent` makes, built the same way, so a
+    // missing key shows here as it would there.
+    let choice = crate::providers::choose(settings, env, None).await;
+    let agent_provider = Part::of(choice.and_then(|c| {
+        crate::providers::build(&c, env).map(|_| AgentProvider {
+            how: c.how,
+            detected: c.probe,
+        })
+    }));
+    if let Part::Err { error } = &agent_provider {
+        errors.push(format!("the agent cannot start: {error}"));
+    }
+    let providers = providers(settings, env, depth, &mut errors).await;
+    let workspace = workspace(home, settings, env, &mut errors, &mut warnings);
+    let policy = policy(settings, env, &mut errors);
+    deny_patterns(home, settings, env, &mut warnings);
+    let audit = audit(home, &mut errors);
+    let approvals_waiting = Part::of(
+        pincer_core::approvals::ApprovalQueue::open(&home.approvals_dir())
+            .and_then(|q| q.list())
+            .map(|l| l.pending.len()),
+    );
+    if let Part::Err { error } = &approvals_waiting {
+        errors.push(format!("approvals: {error}"));
+    }
+    let sessions = Part::of(
+        pincer_core::session::SessionStore::open(home.sessions_dir(), settings.core.session.fsync)
+            .and_then(|s| s.list())
+            .map(|l| l.len()),
+    );
+    let memory = memory(home, &mut errors, &mut warnings);
+    let hardware = hardware(settings, env, &mut errors, &mut warnings);
+    let skills = match pincer_core::skills::load(&home.skills_dir()) {
+        Ok((skills, problems)) => {
+            for p in problems {
+                warnings.push(format!(
+                    "skill {} not loaded: {}",
+                    p.path.display(),
+                    p.reason
                 ));
             }
+            skills.into_iter().map(|s| s.name).collect()
+        }
+        Err(e) => {
+            errors.push(format!("skills: {}: {e}", home.skills_dir().display()));
+            Vec::new()
+        }
+    };
+    Report {
+        version: env!("CARGO_PKG_VERSION"),
+        ok: errors.is_empty(),
+        errors,
+        warnings,
+        home: home.root().display().to_string(),
+        config: Config {
+            path: settings.path.display().to_string(),
+            found: settings.found,
+        },
+        workspace,
+        policy,
+        sessions,
+        approvals_waiting,
+        audit,
+        memory,
+        hardware,
+        agent_provider,
+        providers,
+        skills,
+    }
+}
+
+async fn providers(
+    settings: &Settings,
+    env: &Env,
+    depth: Depth,
+    errors: &mut Vec<String>,
+) -> Vec<ProviderStatus> {
+    let mut out = Vec::new();
+    for p in &settings.providers {
+        let key = p.api_key_env.as_deref().and_then(|k| env.var(k));
+        let (probe, reach) = match (depth, p.kind) {
+            (Depth::Full, ProviderKind::Openai) if is_local(&p.base_url) => (
+                Some(pincer_providers::probe(&p.base_url, Duration::from_secs(2)).await),
+                None,
+            ),
+            (Depth::Full, ProviderKind::Anthropic) => match key {
+                Some(k) => (
+                    None,
+                    Some(
+                        pincer_providers::probe_anthropic(&p.base_url, k, Duration::from_secs(5))
+                            .await,
+                    ),
+                ),
+                None => (None, None),
+            },
+            _ => (None, None),
+        };
+        if let Some(c) = &reach
+            && !c.ok
+        {
+            errors.push(format!(
+                "provider `{}` does not answer at {}: {}",
+                p.name,
+                c.url,
+                c.error.as_deref().unwrap_or("no answer")
+            ));
+        }
+        out.push(ProviderStatus {
+            name: p.name.clone(),
+            kind: p.kind.as_str(),
+            base_url: p.base_url.clone(),
+            model: p.model.clone(),
+            api_key_env: p.api_key_env.clone(),
+            api_key_set: p.api_key_env.as_ref().map(|_| key.is_some()),
+            probe,
+            reach,
+        });
+    }
+    out
+}
+
+fn workspace(
+    home: &Home,
+    settings: &Settings,
+    env: &Env,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Part<Workspace> {
+    let ws = crate::tools::workspace_dir(home, settings, env, None)
+        .and_then(|d| crate::tools::open_workspace(home, &d));
+    match ws {
+        Ok(ws) => {
+            if ws.resolution_mode() != pincer_tools::ResolutionMode::Openat2 {
+                warnings.push(format!("file tools: {}", ws.resolution_mode().as_str()));
+            }
+            Part::Ok(Workspace {
+                path: ws.root().display().to_string(),
+                resolution: ws.resolution_mode().as_str().to_string(),
+            })
+        }
+        Err(e) => {
+            errors.push(format!("workspace: {e}"));
+            Part::of(Err(e))
         }
     }
-    let (skills, problems) = pincer_core::skills::load(&home.skills_dir()).unwrap_or_else(|e| {
-        (
-            Vec::new(),
-            vec![pincer_core::skills::SkillProblem {
-                path: home.skills_dir(),
-                reason: e.to_string(),
-            }],
-        )
-    });
-    let audit = pincer_core::audit::Audit::open(&home.audit_dir())
-        .and_then(|a| a.verify())
-        .map_err(|e| e.to_string());
-    let approvals_waiting = pincer_core::approvals::ApprovalQueue::open(&home.approvals_dir())
-        .and_then(|q| q.list())
-        .map(|l| l.pending.len())
-        .map_err(|e| e.to_string());
-    if !pincer_memory::fts5_available() {
-        degraded.push(
+}
+
+/// The configured hooks, each checked for a program that can run: a hook
+/// whose command does not exist would otherwise fail only when a tool is
+/// called.
+fn policy(settings: &Settings, env: &Env, errors: &mut Vec<String>) -> Policy {
+    let p = &settings.core.policy;
+    let hooks = settings
+        .core
+        .hooks
+        .iter()
+        .map(|h| {
+            let program = h.command.first().cloned().unwrap_or_default();
+            let runnable = crate::gate::hook_program(&program, env).is_some();
+            if !runnable {
+                errors.push(format!(
+                    "hook `{}`: its program `{program}` is not an executable file (nor in the hooks' PATH)",
+                    h.name
+                ));
+            }
+            HookStatus {
+                name: h.name.clone(),
+                kind: h.kind.as_str().to_string(),
+                program,
+                runnable,
+            }
+        })
+        .collect();
+    Policy {
+        autonomy: p.autonomy.as_str(),
+        fsync: settings.core.session.fsync.as_str(),
+        approval_timeout_secs: p.approval_timeout_secs,
+        deny_tools: p.deny_tools.clone(),
+        deny_commands: p.deny_commands.clone(),
+        hooks,
+    }
+}
+
+/// A deny pattern that matches no tool is most likely a typo that protects
+/// nothing.
+fn deny_patterns(home: &Home, settings: &Settings, env: &Env, warnings: &mut Vec<String>) {
+    let Ok(tools) = crate::tools::assessment_tools(home, settings, env) else {
+        return;
+    };
+    for p in &settings.core.policy.deny_tools {
+        if !tools
+            .iter()
+            .any(|t| pincer_core::glob::glob_match(p, t.name()))
+        {
+            warnings.push(format!(
+                "policy: deny_tools pattern `{p}` matches no tool (a typo protects nothing)"
+            ));
+        }
+    }
+}
+
+fn audit(home: &Home, errors: &mut Vec<String>) -> Part<AuditState> {
+    let r = pincer_core::audit::Audit::open(&home.audit_dir()).and_then(|a| a.verify());
+    match r {
+        Ok(v) => {
+            let defect = v
+                .defect
+                .as_ref()
+                .map(|d| format!("{} at seq {}: {}", d.kind.as_str(), d.seq, d.detail));
+            if let Some(d) = &defect {
+                errors.push(format!(
+                    "audit trail: {d}; run `pincer audit verify` (audited commands refuse to append)"
+                ));
+            }
+            Part::Ok(AuditState {
+                intact: v.defect.is_none(),
+                entries: v.entries,
+                defect,
+                torn_tail_bytes: v.torn_tail_bytes,
+            })
+        }
+        Err(e) => {
+            errors.push(format!("audit trail: {e}"));
+            Part::of(Err(e))
+        }
+    }
+}
+
+fn memory(home: &Home, errors: &mut Vec<String>, warnings: &mut Vec<String>) -> Part<Memory> {
+    let search = if pincer_memory::fts5_available() {
+        "fts5"
+    } else {
+        warnings.push(
             "memory: built without the SQLite FTS5 index (feature `fts5`); every search scans the page files"
                 .to_string(),
         );
-    }
-    let memory_pages = pincer_memory::PageStore::open(home.memory_dir())
-        .and_then(|s| s.list())
-        .map(|(pages, problems)| {
-            let pinned = pages.iter().filter(|p| p.pinned).count();
-            (pages.len(), pinned, problems.len())
-        })
-        .map_err(|e| e.to_string());
-    let hardware = crate::tools::hardware(settings, env)
-        .map(|hw| {
-            let d = hw.detection();
-            if let Some(w) = &d.warning {
-                degraded.push(format!("hardware: {w}"));
+        "scan"
+    };
+    let r = pincer_memory::PageStore::open(home.memory_dir()).and_then(|s| s.list());
+    match r {
+        Ok((pages, problems)) => {
+            if !problems.is_empty() {
+                warnings.push(format!(
+                    "memory: {} page(s) cannot be read: see `pincer memory list`",
+                    problems.len()
+                ));
             }
-            let fallback = matches!(
-                d.source,
-                pincer_hw::DetectSource::NoDeviceTree
-                    | pincer_hw::DetectSource::UnknownDeviceTree { .. }
-            );
-            format!(
-                "{} (from {}); agent hardware tools: {}",
-                d.board.name,
-                serde_json::to_value(&d.source)
-                    .ok()
-                    .and_then(|v| v["source"].as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                if fallback {
-                    "off (no board detected; set PINCER_BOARD=sim to try the simulated one)"
-                } else {
-                    "on"
-                }
-            )
-        })
-        .map_err(|e| e.to_string());
-    Report {
-        hardware,
-        memory_search: if pincer_memory::fts5_available() {
-            "fts5"
-        } else {
-            "scan"
-        },
-        memory_pages,
-        deny_tools: cfg.core.policy.deny_tools.clone(),
-        deny_commands: cfg.core.policy.deny_commands.clone(),
-        hooks: cfg
-            .core
-            .hooks
-            .iter()
-            .map(|h| format!("{} ({})", h.name, h.kind.as_str()))
-            .collect(),
-        audit,
-        approvals_waiting,
-        version: env!("CARGO_PKG_VERSION"),
-        home: home.root().display().to_string(),
-        config: settings.path.display().to_string(),
-        config_found: settings.found,
-        workspace,
-        workspace_error,
-        path_resolution,
-        autonomy: cfg.core.policy.autonomy.as_str(),
-        fsync: cfg.core.session.fsync.as_str(),
-        providers,
-        agent_provider,
-        detected_local: detected,
-        skills: skills.iter().map(|s| s.name.clone()).collect(),
-        skill_problems: problems
-            .iter()
-            .map(|p| format!("{}: {}", p.path.display(), p.reason))
-            .collect(),
-        degraded,
+            Part::Ok(Memory {
+                search,
+                pinned: pages.iter().filter(|p| p.pinned).count(),
+                pages: pages.len(),
+                unreadable: problems.len(),
+            })
+        }
+        Err(e) => {
+            errors.push(format!("memory: {e}"));
+            Part::of(Err(e))
+        }
+    }
+}
+
+fn hardware(
+    settings: &Settings,
+    env: &Env,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Part<Hardware> {
+    use pincer_hw::DetectSource;
+    match crate::tools::hardware(settings, env) {
+        Ok(hw) => {
+            let d = hw.detection();
+            let from = match &d.source {
+                DetectSource::Env { .. } => "env",
+                DetectSource::Config { .. } => "config",
+                DetectSource::DeviceTree { .. } => "device_tree",
+                DetectSource::UnknownDeviceTree { .. } => "unknown_device_tree",
+                DetectSource::NoDeviceTree => "no_device_tree",
+            };
+            if let DetectSource::UnknownDeviceTree { compatible } = &d.source {
+                errors.push(format!(
+                    "hardware: this board's device tree ({}) is not one pincer knows; its buses are not used. \
+                     Set [hardware] board = \"sim\" for no hardware, or \"jetson\" / \"rpi\"",
+                    compatible.join(", ")
+                ));
+            } else if let Some(w) = &d.warning {
+                warnings.push(format!("hardware: {w}"));
+            }
+            let agent_tools = crate::tools::offers_hardware(&hw);
+            if !agent_tools && matches!(d.source, DetectSource::NoDeviceTree) {
+                warnings.push(
+                    "hardware: no board detected, so the agent gets no hardware tools (set PINCER_BOARD=sim to try the simulated one)"
+                        .to_string(),
+                );
+            }
+            Part::Ok(Hardware {
+                board: d.board.name.to_string(),
+                detected_from: from.to_string(),
+                agent_tools,
+            })
+        }
+        Err(e) => {
+            errors.push(format!("hardware: {e}"));
+            Part::of(Err(e))
+        }
     }
 }

@@ -1,120 +1,211 @@
-//! `pincer doctor`: what pincer would use, and what is degraded, in one
-//! report built by the runtime; the text and `--json` renderings read the
-//! same struct.
+//! `pincer doctor` and `pincer status`: one report built by the runtime
+//! (`pincer_runtime::status`), rendered whole or as its first screen. Both
+//! exit 1 when the report has an error; warnings are listed apart and do
+//! not change the exit code.
 
 use crate::Ctx;
 use anyhow::{Context, Result};
-use pincer_providers::ProbeReport;
-use pincer_runtime::status::{self, Report};
+use pincer_core::text::terminal_safe;
+use pincer_runtime::status::{self, Depth, Part, Report};
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
-pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+fn build(ctx: &Ctx, depth: Depth) -> Result<Report> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env));
+    Ok(rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env, depth)))
+}
+
+fn exit(r: &Report) -> ExitCode {
+    if r.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+pub fn doctor(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+    let report = build(ctx, Depth::Full)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        print!("{}", render_doctor(&report));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit(&report))
 }
 
-fn render(r: &Report) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    let _ = writeln!(o, "pincer {}", r.version);
+pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+    let report = build(ctx, Depth::Quick)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.status())?);
+    } else {
+        print!("{}", render_status(&report));
+    }
+    Ok(exit(&report))
+}
+
+/// `value`, or `ERROR <why>`.
+fn part<T>(p: &Part<T>, show: impl Fn(&T) -> String) -> String {
+    match p {
+        Part::Ok(v) => show(v),
+        Part::Err { error } => format!("ERROR {}", terminal_safe(error)),
+    }
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// The lines both views share: what the agent would run with.
+fn summary(o: &mut String, r: &Report) {
+    let provider = match &r.agent_provider {
+        Part::Ok(a) => terminal_safe(&a.how),
+        // The whole how-to is under errors.
+        Part::Err { error } => format!(
+            "ERROR {}",
+            terminal_safe(error.lines().next().unwrap_or_default())
+        ),
+    };
+    let _ = writeln!(o, "provider:  {provider}");
+    let _ = writeln!(o, "autonomy:  {}", r.policy.autonomy);
+    let _ = writeln!(
+        o,
+        "workspace: {}",
+        part(&r.workspace, |w| format!(
+            "{} (paths resolved with {})",
+            w.path, w.resolution
+        ))
+    );
+    let _ = writeln!(o, "sessions:  {}", part(&r.sessions, |n| n.to_string()));
+    let _ = writeln!(
+        o,
+        "approvals: {}",
+        part(&r.approvals_waiting, |n| format!("{n} waiting"))
+    );
+    let _ = writeln!(
+        o,
+        "audit:     {}",
+        part(&r.audit, |a| match &a.defect {
+            None if a.torn_tail_bytes > 0 => format!(
+                "ok, {} entries; a torn tail of {} bytes the next append repairs",
+                a.entries, a.torn_tail_bytes
+            ),
+            None => format!("ok, {} entries", a.entries),
+            Some(d) => format!("DEFECT {}", terminal_safe(d)),
+        })
+    );
+    let _ = writeln!(
+        o,
+        "memory:    {}",
+        part(&r.memory, |m| format!(
+            "{} pages ({} pinned{}); search: {}",
+            m.pages,
+            m.pinned,
+            if m.unreadable > 0 {
+                format!(", {} unreadable", m.unreadable)
+            } else {
+                String::new()
+            },
+            m.search
+        ))
+    );
+    let _ = writeln!(
+        o,
+        "hardware:  {}",
+        part(&r.hardware, |h| format!(
+            "{} (from {}); agent hardware tools: {}",
+            h.board,
+            h.detected_from.replace('_', " "),
+            if h.agent_tools { "on" } else { "off" }
+        ))
+    );
+}
+
+/// `- item`, its further lines indented under it.
+fn item(o: &mut String, text: &str) {
+    for (i, line) in terminal_safe(text).lines().enumerate() {
+        let _ = writeln!(
+            o,
+            "{}{}",
+            if i == 0 { "  - " } else { "      " },
+            line.trim_start()
+        );
+    }
+}
+
+fn problems(o: &mut String, r: &Report) {
+    for (title, items) in [("errors:", &r.errors), ("warnings:", &r.warnings)] {
+        if !items.is_empty() {
+            let _ = writeln!(o, "{title}");
+            for e in items {
+                item(o, e);
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "{}",
+        if r.ok {
+            "no errors".to_string()
+        } else {
+            format!("{} error(s)", r.errors.len())
+        }
+    );
+}
+
+fn render_status(r: &Report) -> String {
+    let mut o = format!("pincer {}\n", r.version);
+    summary(&mut o, r);
+    problems(&mut o, r);
+    o
+}
+
+fn render_doctor(r: &Report) -> String {
+    let mut o = format!("pincer {}\n", r.version);
     let _ = writeln!(o, "home:      {}", r.home);
     let _ = writeln!(
         o,
         "config:    {} ({})",
-        r.config,
-        if r.config_found {
+        r.config.path,
+        if r.config.found {
             "loaded"
         } else {
             "not found; defaults"
         }
     );
-    match (&r.workspace, &r.workspace_error) {
-        (Some(w), _) => {
-            let _ = writeln!(
-                o,
-                "workspace: {w} (paths resolved with {})",
-                r.path_resolution.as_deref().unwrap_or("?")
-            );
-        }
-        (_, Some(e)) => {
-            let _ = writeln!(o, "workspace: ERROR {e}");
-        }
-        _ => {}
-    }
-    let _ = writeln!(o, "autonomy:  {}    fsync: {}", r.autonomy, r.fsync);
-    let list = |v: &[String]| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(", ")
-        }
-    };
+    summary(&mut o, r);
+    let p = &r.policy;
+    let _ = writeln!(
+        o,
+        "policy:    fsync {}, approvals time out after {} s",
+        p.fsync, p.approval_timeout_secs
+    );
     let _ = writeln!(
         o,
         "deny:      tools {}; shell programs: built-in list + {}",
-        list(&r.deny_tools),
-        list(&r.deny_commands)
+        list(&p.deny_tools),
+        list(&p.deny_commands)
     );
-    let _ = writeln!(o, "hooks:     {}", list(&r.hooks));
-    match &r.audit {
-        Ok(a) => match &a.defect {
-            None => {
-                let _ = writeln!(o, "audit:     ok, {} entries", a.entries);
-            }
-            Some(d) => {
-                let _ = writeln!(
-                    o,
-                    "audit:     DEFECT at seq {} ({}): run `pincer audit verify`",
-                    d.seq, d.detail
-                );
-            }
-        },
-        Err(e) => {
-            let _ = writeln!(o, "audit:     ERROR {e}");
-        }
-    }
-    match &r.memory_pages {
-        Ok((n, pinned, bad)) => {
-            let _ = writeln!(
-                o,
-                "memory:    {n} pages ({pinned} pinned{}); search: {}",
-                if *bad > 0 {
-                    format!(", {bad} UNREADABLE: see `pincer memory list`")
-                } else {
-                    String::new()
-                },
-                r.memory_search
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(o, "memory:    ERROR {e}");
-        }
-    }
-    match &r.hardware {
-        Ok(h) => {
-            let _ = writeln!(o, "hardware:  {h}");
-        }
-        Err(e) => {
-            let _ = writeln!(o, "hardware:  ERROR {e}");
-        }
-    }
-    match &r.approvals_waiting {
-        Ok(n) => {
-            let _ = writeln!(o, "approvals: {n} waiting");
-        }
-        Err(e) => {
-            let _ = writeln!(o, "approvals: ERROR {e}");
-        }
-    }
+    let hooks: Vec<String> = p
+        .hooks
+        .iter()
+        .map(|h| {
+            format!(
+                "{} ({}, {}{})",
+                h.name,
+                h.kind,
+                h.program,
+                if h.runnable { "" } else { ": NOT FOUND" }
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "hooks:     {}", list(&hooks));
     let _ = writeln!(o, "providers:");
     if r.providers.is_empty() {
         let _ = writeln!(o, "  none configured");
@@ -127,54 +218,37 @@ fn render(r: &Report) -> String {
         };
         let _ = writeln!(
             o,
-            "  {} ({:?}) {} model {}{key}",
+            "  {} ({}) {} model {}{key}",
             p.name, p.kind, p.base_url, p.model
         );
         if let Some(pr) = &p.probe {
-            render_probe(&mut o, pr);
+            render_checks(&mut o, &[&pr.health, &pr.models], &pr.model_ids);
+        }
+        if let Some(c) = &p.reach {
+            render_checks(&mut o, &[c], &[]);
         }
     }
-    match &r.agent_provider {
-        Ok(how) => {
-            let _ = writeln!(o, "agent uses: {how}");
-            if let Some(pr) = &r.detected_local {
-                render_probe(&mut o, pr);
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(o, "agent cannot start: {e}");
-        }
+    if let Part::Ok(a) = &r.agent_provider
+        && let Some(pr) = &a.detected
+    {
+        let _ = writeln!(o, "detected:");
+        render_checks(&mut o, &[&pr.health, &pr.models], &pr.model_ids);
     }
-    let _ = writeln!(
-        o,
-        "skills:    {}",
-        if r.skills.is_empty() {
-            "none".into()
-        } else {
-            r.skills.join(", ")
-        }
-    );
-    for p in &r.skill_problems {
-        let _ = writeln!(o, "  not loaded: {p}");
-    }
-    let _ = writeln!(o, "degraded:");
-    for d in &r.degraded {
-        let _ = writeln!(o, "  - {d}");
-    }
+    let _ = writeln!(o, "skills:    {}", list(&r.skills));
+    problems(&mut o, r);
     o
 }
 
-fn render_probe(o: &mut String, pr: &ProbeReport) {
-    use std::fmt::Write as _;
-    for c in [&pr.health, &pr.models] {
+fn render_checks(o: &mut String, checks: &[&pincer_providers::Check], models: &[String]) {
+    for c in checks {
         let state = if c.ok {
             "ok".to_string()
         } else {
-            c.error.clone().unwrap_or_default()
+            terminal_safe(c.error.as_deref().unwrap_or("failed"))
         };
         let _ = writeln!(o, "    GET {}: {state}", c.url);
     }
-    if !pr.model_ids.is_empty() {
-        let _ = writeln!(o, "    models: {}", pr.model_ids.join(", "));
+    if !models.is_empty() {
+        let _ = writeln!(o, "    models: {}", terminal_safe(&models.join(", ")));
     }
 }

@@ -58,8 +58,18 @@ enum Command {
     },
     /// Talk to the agent: one turn with -m, else an interactive REPL.
     Agent(agent_cmd::AgentArgs),
-    /// What pincer would use (config, providers, workspace) and what is degraded.
+    /// Everything pincer would use, what is wrong and what is degraded;
+    /// probes the configured providers. Exits 1 on an error.
     Doctor {
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One screen: provider, autonomy, sessions, approvals, audit trail,
+    /// memory, hardware (the same report as `doctor`, without probing
+    /// providers). Exits 1 on an error.
+    Status {
+        /// One JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -165,7 +175,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Demo { json, keep } => demo::run(json, keep),
         Command::Agent(args) => agent_cmd::run(&load_ctx(cli.home)?, args),
-        Command::Doctor { json } => doctor::run(&load_ctx(cli.home)?, json),
+        Command::Doctor { json } => doctor::doctor(&load_ctx(cli.home)?, json),
+        Command::Status { json } => doctor::status(&load_ctx(cli.home)?, json),
         Command::Skills { json } => {
             let ctx = load_ctx(cli.home)?;
             let (skills, problems) = pincer_core::skills::load(&ctx.home.skills_dir())?;

@@ -318,19 +318,28 @@ fn doctor_reports_providers_and_degradations_as_json() {
     let home = tmp.path().join("home");
     write_scripted_config(&home, SCRIPT, "readonly");
     let doc = json(&ok(pincer_env(&home, &["doctor", "--json"], &[])));
-    assert_eq!(doc["autonomy"], "readonly");
-    assert_eq!(doc["config_found"], true);
+    assert_eq!(doc["policy"]["autonomy"], "readonly");
+    assert_eq!(doc["config"]["found"], true);
     assert_eq!(doc["providers"][0]["name"], "s");
+    assert_eq!(doc["providers"][0]["kind"], "scripted");
     assert!(
-        doc["agent_provider"]["Ok"]
+        doc["agent_provider"]["how"]
             .as_str()
             .is_some_and(|s| s.contains("`s`")),
         "{doc}"
     );
-    let degraded = doc["degraded"].to_string();
-    assert!(degraded.contains("without an OS sandbox"), "{degraded}");
+    assert_eq!(doc["ok"], true, "{doc}");
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("without an OS sandbox"), "{warnings}");
+    // pincer's own shape, not a language's.
+    let text = doc.to_string();
+    assert!(
+        !text.contains("\"Ok\"") && !text.contains("\"Err\""),
+        "{text}"
+    );
     let text = ok(pincer_env(&home, &["doctor"], &[]));
     assert!(text.contains("autonomy:  readonly"), "{text}");
+    assert!(!text.contains("Scripted"), "no type names: {text}");
 }
 
 #[test]
@@ -836,4 +845,76 @@ fn a_keyless_base_url_is_used_with_the_model_it_lists() {
         .find(|r| r.contains("/chat/completions"))
         .expect("chat");
     assert!(chat.contains("\"model\":\"local-7b\""), "{chat}");
+}
+
+/// An error makes `doctor` and `status` exit 1, warnings do not, and both
+/// read the same report.
+#[test]
+fn doctor_and_status_exit_1_on_an_error_and_agree() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    // No provider at all: the agent cannot start.
+    let out = pincer_env(&home, &["doctor", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doctor = json(&crate::stdout(&out));
+    assert_eq!(doctor["ok"], false);
+    assert!(
+        doctor["errors"][0]
+            .as_str()
+            .expect("e")
+            .contains("the agent cannot start"),
+        "{doctor}"
+    );
+    let out = pincer_env(&home, &["status", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let status = json(&crate::stdout(&out));
+    for key in [
+        "ok",
+        "errors",
+        "sessions",
+        "approvals_waiting",
+        "audit",
+        "memory",
+        "hardware",
+        "workspace",
+        "agent_provider",
+    ] {
+        assert_eq!(status[key], doctor[key], "{key} differs");
+    }
+    assert_eq!(status["policy"]["autonomy"], doctor["policy"]["autonomy"]);
+    let text = crate::stdout(&pincer_env(&home, &["status"], &[]));
+    assert!(
+        text.contains("1 error(s)") && text.contains("provider:  ERROR"),
+        "{text}"
+    );
+    // A configured provider: no error, exit 0, warnings still listed.
+    write_scripted_config(&home, SCRIPT, "supervised");
+    let out = pincer_env(&home, &["status"], &[]);
+    assert!(out.status.success(), "{}", crate::stdout(&out));
+    assert!(crate::stdout(&out).contains("warnings:"));
+}
+
+/// A hook whose program does not exist fails `doctor` and refuses to start
+/// the agent, naming the hook, instead of failing at the first tool call.
+#[test]
+fn a_hook_whose_program_is_missing_fails_at_start() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, SCRIPT, "supervised");
+    let mut cfg = std::fs::read_to_string(home.join("config.toml")).expect("cfg");
+    cfg.push_str("\n[[hooks]]\nname = \"guard\"\nkind = \"interceptor\"\ncommand = [\"/nonexistent/guard\"]\n");
+    std::fs::write(home.join("config.toml"), cfg).expect("cfg");
+    let out = pincer_env(&home, &["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = crate::stdout(&out);
+    assert!(
+        text.contains("hook `guard`") && text.contains("/nonexistent/guard"),
+        "{text}"
+    );
+    let err = fails(pincer_env(&home, &["agent", "-m", "hi"], &[]));
+    assert!(
+        err.contains("hooks[0].command") && err.contains("guard"),
+        "{err}"
+    );
 }
