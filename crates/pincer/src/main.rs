@@ -10,6 +10,8 @@ mod demo_hw;
 mod doctor;
 mod handoff;
 mod hw_cmd;
+#[cfg(feature = "membench")]
+mod membench_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod session_cmd;
@@ -106,6 +108,10 @@ enum Command {
     /// simulated board.
     #[command(subcommand)]
     Hw(hw_cmd::HwCmd),
+    /// Memory quality on LoCoMo (or a synthetic set): PicoClaw's baselines
+    /// and pincer's strategies side by side, HitRate per category.
+    #[cfg(feature = "membench")]
+    Membench(membench_cmd::MembenchArgs),
 }
 
 /// Everything the commands need from the environment, read once.
@@ -221,6 +227,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let env = wiring::Env::read(&ctx);
             hw_cmd::run(&ctx, &env, cmd)
         }
+        #[cfg(feature = "membench")]
+        Command::Membench(args) => membench_cmd::run(args),
     }
 }
 
