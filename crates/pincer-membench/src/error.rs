@@ -16,36 +16,51 @@ pub enum BenchError {
     /// A bad option (an unknown strategy, a zero budget…): fix `field`.
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
+    // The wrapped errors are in the message, not chained as a `source`,
+    // so a report that prints the whole chain says each thing once.
     /// pincer's session store refused.
     #[error("session store: {0}")]
-    Session(#[from] pincer_core::session::SessionError),
+    Session(pincer_core::session::SessionError),
     /// pincer's trimmer refused.
     #[error("trim: {0}")]
-    Trim(#[from] pincer_core::trim::TrimError),
+    Trim(pincer_core::trim::TrimError),
     /// pincer's memory pages or index refused.
     #[error("memory: {0}")]
-    Memory(#[from] pincer_memory::MemoryError),
+    Memory(pincer_memory::MemoryError),
     /// The SQLite database of the Seahorse port.
     #[error("seahorse port database {}: {reason}", path.display())]
     Sqlite { path: PathBuf, reason: String },
     /// A strategy failed on a conversation.
-    #[error("{strategy} on conversation {sample}: {source}")]
+    #[error("{strategy} on conversation {sample}: {error}")]
     Strategy {
         strategy: &'static str,
         sample: String,
-        #[source]
-        source: Box<BenchError>,
+        error: Box<BenchError>,
     },
     /// What the stores handed back disagrees with what was put in: a bug
     /// in the harness or in the store, never something to average over.
     #[error("{0}")]
     Inconsistent(String),
+}
+
+impl From<pincer_core::session::SessionError> for BenchError {
+    fn from(e: pincer_core::session::SessionError) -> Self {
+        Self::Session(e)
+    }
+}
+
+impl From<pincer_core::trim::TrimError> for BenchError {
+    fn from(e: pincer_core::trim::TrimError) -> Self {
+        Self::Trim(e)
+    }
+}
+
+impl From<pincer_memory::MemoryError> for BenchError {
+    fn from(e: pincer_memory::MemoryError) -> Self {
+        Self::Memory(e)
+    }
 }
 
 impl BenchError {
@@ -61,10 +76,10 @@ impl BenchError {
         }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            error,
         }
     }
 
@@ -73,7 +88,7 @@ impl BenchError {
         match self {
             Self::Data { field, .. } => Some(field),
             Self::Invalid { field, .. } => Some(field),
-            Self::Strategy { source, .. } => source.field(),
+            Self::Strategy { error, .. } => error.field(),
             _ => None,
         }
     }

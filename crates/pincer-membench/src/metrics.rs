@@ -192,6 +192,52 @@ mod tests {
     }
 
     #[test]
+    fn score_rules() {
+        use crate::data::{DateTime, Session, Turn};
+        let turn = |id: &str, text: &str| Turn {
+            dia_id: id.into(),
+            speaker: "A".into(),
+            text: text.into(),
+        };
+        let conv = Conversation {
+            sample: "s".into(),
+            speakers: ["A".into(), "B".into()],
+            sessions: vec![Session {
+                number: 1,
+                date_time: String::new(),
+                when: DateTime {
+                    year: 2024,
+                    month: 1,
+                    day: 1,
+                    hour: 0,
+                    minute: 0,
+                },
+                turns: vec![turn("D1:1", "The Red Kite"), turn("D1:2", "blue heron")],
+            }],
+            questions: Vec::new(),
+        };
+        let idx = TurnIndex::new(&conv);
+        let s = |ev: &[&str], ctx: &str, no_result: bool| {
+            let e = Evidence::new(ev, &idx);
+            let r = score(&e, &idx, ctx, &|p| p == 1, no_result);
+            (r.hit_rate, r.id_recall)
+        };
+        assert_eq!(s(&[], "", false), (1.0, 1.0));
+        assert_eq!(s(&[], "anything", true), (0.0, 0.0));
+        // Lowercased substring: "the red kite" is in "…THE RED KITE…".
+        assert_eq!(s(&["D1:1"], "saw THE RED KITE today", false), (1.0, 0.0));
+        assert_eq!(s(&["D01:001"], "the red kite", false), (1.0, 0.0));
+        // D1:9 names no turn: the denominator is 1.
+        assert_eq!(s(&["D1:9; D1:2"], "x", false), (0.0, 1.0));
+        assert_eq!(s(&["D1:9", "D1:1 D1:2"], "the red kite", false), (0.5, 0.5));
+        assert_eq!(s(&["D1:9"], "the red kite", false), (0.0, 0.0));
+        assert_eq!(s(&["D", "nonsense"], "the red kite", false), (0.0, 0.0));
+        let e = Evidence::new(&["D1:2 D1:1"], &idx);
+        let r = score(&e, &idx, "blue heron", &|_| false, false);
+        assert_eq!(r.evidence_hits, [(1, true), (0, false)]);
+    }
+
+    #[test]
     fn truncation_keeps_the_first_part() {
         let parts = ["a".repeat(40), "b".repeat(40), "c".repeat(40)];
         assert_eq!(budget_truncate(&parts, 20), 2);

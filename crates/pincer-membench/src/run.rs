@@ -285,7 +285,7 @@ fn run_conversation(
         run_strategy(&shared, strategy, &mut out).map_err(|e| BenchError::Strategy {
             strategy: strategy.name(),
             sample: conv.sample.clone(),
-            source: Box::new(e),
+            error: Box::new(e),
         })?;
     }
     Ok(out)

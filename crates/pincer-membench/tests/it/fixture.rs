@@ -25,8 +25,8 @@ fn legacy_ends_score_as_worked_out_by_hand() {
     // Question by question (see the fixture's qa):
     // 1 no evidence → 1 · 2 D1:2 · 3 D01:03 is D1:3 · 4 D9:9 names no turn and
     // leaves the denominator · 5 one of two · 6 `D` is no id → 0 · 7 only an
-    // id that names no turn → 0 · 8 D2:5 is "Ok.", which the oldest turns
-    // hold as a substring ("Maren: Ok. I finally…", lowercased) though D2:5
+    // id that names no turn → 0 · 8 D2:5 is "OK.", which the oldest turns
+    // hold only once lowercased ("Maren: Ok. I finally…"), though D2:5
     // itself is not there · 9 no evidence → 1 · 10 D2:3 · 11 two ids in one
     // entry · 12 D2:3.
     let oldest = [1.0, 1.0, 1.0, 1.0, 0.5, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0];
@@ -67,7 +67,7 @@ fn legacy_ends_score_as_worked_out_by_hand() {
         .as_str()
         .unwrap();
     assert!(
-        ctx.starts_with("Maren: Ok.\nTobias: My cousin Ilse"),
+        ctx.starts_with("Maren: OK.\nTobias: My cousin Ilse"),
         "{ctx}"
     );
     assert_eq!(ctx.lines().count(), 12);
