@@ -33,7 +33,7 @@ use crate::picoclaw;
 use crate::strategy::Strategy;
 use pincer_core::config::Config;
 use pincer_core::message::{Message, Timestamp};
-use pincer_core::session::SessionStore;
+use pincer_core::session::{SessionStore, SessionWriter};
 use pincer_core::trim::{self, Budget, CharRatio, TrimInput};
 use pincer_memory::{MemoryIndex, NewPage, PageStore};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -119,6 +119,154 @@ fn page_pos(id: &str) -> Option<usize> {
     id.strip_prefix('t')?.parse().ok()
 }
 
+/// How a strategy trims: the window for the recent part (none: every turn
+/// goes to memory), the summary cap and the tokens pinned for its heading.
+fn trim_plan(
+    strategy: Strategy,
+    budget: usize,
+) -> Result<(Option<usize>, usize, usize), BenchError> {
+    Ok(match strategy {
+        Strategy::Trim => (Some(budget), 0, 0),
+        Strategy::TrimSummary => (
+            Some(budget),
+            Config::default().context.summary_max_chars,
+            SUMMARY_HEADING_TOKENS,
+        ),
+        Strategy::TrimMemory => (Some(budget / 2), 0, 0),
+        Strategy::Recall | Strategy::RecallNoWindow => (Some(budget / 4), 0, 0),
+        Strategy::RecallNoRecent => (None, 0, 0),
+        other => {
+            return Err(BenchError::Inconsistent(format!(
+                "{other} is not one of pincer's strategies"
+            )));
+        }
+    })
+}
+
+/// Appends every session of `conv` as one batch of user messages stamped
+/// with the session's date; returns each turn's content and session index.
+fn append(
+    writer: &mut SessionWriter,
+    conv: &Conversation,
+) -> Result<(Vec<String>, Vec<usize>), BenchError> {
+    let mut session_of = Vec::new();
+    let mut contents = Vec::new();
+    for (si, s) in conv.sessions.iter().enumerate() {
+        let mut batch = Vec::with_capacity(s.turns.len());
+        for (i, t) in s.turns.iter().enumerate() {
+            // The turn's index as milliseconds keeps stamps in order.
+            let ts = Timestamp::parse(&s.when.rfc3339(u16::try_from(i % 1000).unwrap_or(0)))
+                .map_err(|e| BenchError::Inconsistent(format!("session date: {e}")))?;
+            let content = t.content();
+            contents.push(content.clone());
+            batch.push(Message {
+                ts,
+                ..Message::user(content)
+            });
+            session_of.push(si);
+        }
+        writer.append(&batch)?;
+    }
+    writer.sync()?;
+    Ok((contents, session_of))
+}
+
+/// Trims the session to `window` tokens and applies the trim, as the agent
+/// does before a request; returns how many turns were dropped.
+fn trim_session(
+    writer: &mut SessionWriter,
+    n: usize,
+    window: usize,
+    summary_max_chars: usize,
+    pinned: usize,
+) -> Result<usize, BenchError> {
+    let view = writer.view()?;
+    let (context, repair) = view.context();
+    if !repair.is_clean() || context.len() != n {
+        return Err(BenchError::Inconsistent(format!(
+            "the session holds {} messages after appending {n} turns",
+            context.len()
+        )));
+    }
+    let trimmed = trim::trim(
+        &TrimInput {
+            messages: &context,
+            summary: &view.meta.summary,
+            summary_max_chars,
+            budget: Budget {
+                context_window: window,
+                tool_def_tokens: 0,
+                output_reserve: 0,
+                pinned_tokens: pinned,
+            },
+        },
+        &CharRatio::default(),
+    )?;
+    writer.apply_trim(&view, &context, &trimmed)?;
+    Ok(trimmed.dropped_messages)
+}
+
+/// What the session holds after the trim (the recent part and the running
+/// summary), checked against the turns it should be.
+fn read_back(
+    store: &SessionStore,
+    kept: std::ops::Range<usize>,
+    contents: &[String],
+) -> Result<(Vec<String>, String), BenchError> {
+    let after = store.read(SESSION_KEY)?;
+    let held: Vec<String> = after.messages.into_iter().map(|m| m.content).collect();
+    if held.len() != kept.len()
+        || held
+            .iter()
+            .zip(&contents[kept.clone()])
+            .any(|(a, b)| a != b)
+    {
+        return Err(BenchError::Inconsistent(format!(
+            "after the trim the session holds {} messages, expected turns {kept:?}",
+            held.len()
+        )));
+    }
+    Ok((held, after.meta.summary))
+}
+
+/// Writes turns `0..dropped` as pages under `mem_dir` and opens their index
+/// (synced once, so the first search is not the one that indexes them).
+fn write_pages(
+    mem_dir: &Path,
+    conv: &Conversation,
+    contents: &[String],
+    session_of: &[usize],
+    dropped: usize,
+    notes: &mut BTreeMap<String, usize>,
+) -> Result<Memory, BenchError> {
+    let pages = PageStore::open(mem_dir)?;
+    for (pos, (turn, content)) in conv.turns().zip(contents).enumerate().take(dropped) {
+        let date = &conv.sessions[session_of[pos]].date_time;
+        let source: String = format!("{} {} ({date})", conv.sample, turn.dia_id)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(pincer_memory::page::MAX_SOURCE_CHARS)
+            .collect();
+        pages.write(NewPage {
+            id: Some(page_id(pos)),
+            title: PAGE_TITLE.to_owned(),
+            tags: Vec::new(),
+            source: source.trim().to_owned(),
+            pinned: false,
+            body: content.clone(),
+        })?;
+    }
+    let mut index = MemoryIndex::open(mem_dir)?;
+    for w in index.sync()?.warnings {
+        *notes.entry(w).or_insert(0) += 1;
+    }
+    Ok(Memory {
+        index,
+        bodies: HashMap::new(),
+        searches: HashMap::new(),
+    })
+}
+
 impl<'c> Prepared<'c> {
     /// Appends `conv` to a session under `dir`, trims it as `strategy`
     /// says, applies the trim, and writes the dropped turns as pages when
@@ -129,142 +277,37 @@ impl<'c> Prepared<'c> {
         strategy: Strategy,
         budget: usize,
     ) -> Result<Self, BenchError> {
-        let defaults = Config::default();
-        let store = SessionStore::open(dir.join("sessions"), defaults.session.fsync)?;
+        let (recent, summary_max_chars, pinned) = trim_plan(strategy, budget)?;
+        let store = SessionStore::open(dir.join("sessions"), Config::default().session.fsync)?;
         let mut writer = store.writer(SESSION_KEY)?;
-        let mut session_of = Vec::new();
-        let mut contents = Vec::new();
-        for (si, s) in conv.sessions.iter().enumerate() {
-            let mut batch = Vec::with_capacity(s.turns.len());
-            for (i, t) in s.turns.iter().enumerate() {
-                let ts = Timestamp::parse(&s.when.rfc3339(u16::try_from(i % 1000).unwrap_or(0)))
-                    .map_err(|e| BenchError::Inconsistent(format!("session date: {e}")))?;
-                let content = t.content();
-                contents.push(content.clone());
-                batch.push(Message {
-                    ts,
-                    ..Message::user(content)
-                });
-                session_of.push(si);
-            }
-            writer.append(&batch)?;
-        }
-        writer.sync()?;
-
+        let (contents, session_of) = append(&mut writer, conv)?;
         let n = contents.len();
-        let (recent, summary_max_chars, pinned) = match strategy {
-            Strategy::Trim => (Some(budget), 0, 0),
-            Strategy::TrimSummary => (
-                Some(budget),
-                defaults.context.summary_max_chars,
-                SUMMARY_HEADING_TOKENS,
-            ),
-            Strategy::TrimMemory => (Some(budget / 2), 0, 0),
-            Strategy::Recall | Strategy::RecallNoWindow => (Some(budget / 4), 0, 0),
-            Strategy::RecallNoRecent => (None, 0, 0),
-            other => {
-                return Err(BenchError::Inconsistent(format!(
-                    "{other} is not one of pincer's strategies"
-                )));
-            }
-        };
         let dropped = match recent {
             None => n,
-            Some(window) => {
-                let view = writer.view()?;
-                let (context, repair) = view.context();
-                if !repair.is_clean() || context.len() != n {
-                    return Err(BenchError::Inconsistent(format!(
-                        "the session holds {} messages after appending {n} turns",
-                        context.len()
-                    )));
-                }
-                let trimmed = trim::trim(
-                    &TrimInput {
-                        messages: &context,
-                        summary: &view.meta.summary,
-                        summary_max_chars,
-                        budget: Budget {
-                            context_window: window,
-                            tool_def_tokens: 0,
-                            output_reserve: 0,
-                            pinned_tokens: pinned,
-                        },
-                    },
-                    &CharRatio::default(),
-                )?;
-                writer.apply_trim(&view, &context, &trimmed)?;
-                trimmed.dropped_messages
-            }
+            Some(window) => trim_session(&mut writer, n, window, summary_max_chars, pinned)?,
         };
         drop(writer);
-
-        // What the session holds now is what the agent would send (with no
-        // recent part, nothing of it is sent).
         let kept = dropped..n;
-        let (held, summary) = if recent.is_some() {
-            let after = store.read(SESSION_KEY)?;
-            let held: Vec<String> = after.messages.into_iter().map(|m| m.content).collect();
-            if held.len() != kept.len()
-                || held
-                    .iter()
-                    .zip(&contents[kept.clone()])
-                    .any(|(a, b)| a != b)
-            {
-                return Err(BenchError::Inconsistent(format!(
-                    "after the trim the session holds {} messages, expected turns {kept:?}",
-                    held.len()
-                )));
-            }
-            (held, after.meta.summary)
-        } else {
-            (Vec::new(), String::new())
+        // With no recent part, nothing the session holds is sent.
+        let (held, summary) = match recent {
+            Some(_) => read_back(&store, kept.clone(), &contents)?,
+            None => (Vec::new(), String::new()),
         };
-
         let mut notes = BTreeMap::new();
-        let memory = if matches!(
-            strategy,
+        let memory = match strategy {
             Strategy::TrimMemory
-                | Strategy::Recall
-                | Strategy::RecallNoWindow
-                | Strategy::RecallNoRecent
-        ) {
-            let mem_dir = dir.join("memory");
-            let pages = PageStore::open(&mem_dir)?;
-            for (pos, (turn, content)) in conv.turns().zip(&contents).enumerate().take(dropped) {
-                let s = &conv.sessions[session_of[pos]];
-                pages.write(NewPage {
-                    id: Some(page_id(pos)),
-                    title: PAGE_TITLE.to_owned(),
-                    tags: Vec::new(),
-                    source: format!(
-                        "{} {} ({})",
-                        conv.sample,
-                        turn.dia_id.chars().take(100).collect::<String>(),
-                        s.date_time.chars().take(100).collect::<String>()
-                    )
-                    .chars()
-                    .filter(|c| !c.is_control())
-                    .collect::<String>()
-                    .trim()
-                    .to_owned(),
-                    pinned: false,
-                    body: content.clone(),
-                })?;
-            }
-            let mut index = MemoryIndex::open(&mem_dir)?;
-            for w in index.sync()?.warnings {
-                *notes.entry(w).or_insert(0) += 1;
-            }
-            Some(Memory {
-                index,
-                bodies: HashMap::new(),
-                searches: HashMap::new(),
-            })
-        } else {
-            None
+            | Strategy::Recall
+            | Strategy::RecallNoWindow
+            | Strategy::RecallNoRecent => Some(write_pages(
+                &dir.join("memory"),
+                conv,
+                &contents,
+                &session_of,
+                dropped,
+                &mut notes,
+            )?),
+            _ => None,
         };
-
         let mut me = Self {
             strategy,
             conv,
