@@ -9,6 +9,8 @@ mod audit_cmd;
 mod demo;
 mod doctor;
 mod hw_cmd;
+#[cfg(feature = "membench")]
+mod membench_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod session_cmd;
@@ -114,6 +116,10 @@ enum Command {
     /// simulated board.
     #[command(subcommand)]
     Hw(hw_cmd::HwCmd),
+    /// Memory quality on LoCoMo (or a synthetic set): PicoClaw's baselines
+    /// and pincer's strategies side by side, HitRate per category.
+    #[cfg(feature = "membench")]
+    Membench(membench_cmd::MembenchArgs),
 }
 
 /// Everything the commands need from the environment and the config file,
@@ -223,6 +229,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
+        #[cfg(feature = "membench")]
+        Command::Membench(args) => membench_cmd::run(args),
     }
 }
 

@@ -5,6 +5,7 @@ mod agent;
 mod audit;
 mod cli;
 mod hw;
+mod membench;
 mod memory;
 mod policy;
 mod session;
