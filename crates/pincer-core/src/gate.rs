@@ -392,7 +392,13 @@ impl Gate {
     }
 
     fn record<P: Payload>(&self, actor: &str, payload: &P) -> Result<(), GateError> {
-        self.audit.record(actor, payload)?;
+        let receipt = self.audit.record(actor, payload)?;
+        tracing::debug!(
+            seq = receipt.seq,
+            kind = P::KIND.as_str(),
+            actor,
+            "audit entry"
+        );
         Ok(())
     }
 

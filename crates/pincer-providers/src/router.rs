@@ -199,6 +199,7 @@ impl Router {
                 };
                 let err = match result {
                     Ok(mut resp) => {
+                        tracing::debug!(provider = provider.name(), retry, model = %resp.model, "provider answered");
                         resp.provider = provider.name().to_string();
                         resp.attempts = failed(&log);
                         log.push(attempt);
@@ -216,6 +217,7 @@ impl Router {
                         Some(Attempt { provider: p, error: Some(ProviderError::Server { message: before, .. }), .. })
                     ) if p == provider.name() && message == before
                 );
+                tracing::debug!(provider = provider.name(), retry, error = %err, "provider attempt failed");
                 attempt.error = Some(err.clone());
                 log.push(attempt);
                 if !err.is_retryable() {

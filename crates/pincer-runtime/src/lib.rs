@@ -165,6 +165,13 @@ impl Runtime {
         gate::record_config_load(&settings, &audit)?;
         let store = SessionStore::open(home.sessions_dir(), settings.core.session.fsync)?;
         let actor = pincer_core::actor::agent(&settings.core.agent.agent_id);
+        tracing::info!(
+            provider = %choice.how,
+            workspace = %workspace.root().display(),
+            tools = tools.len(),
+            autonomy = settings.core.policy.autonomy.as_str(),
+            "runtime started"
+        );
         Ok(Runtime {
             home,
             settings: Arc::new(settings),

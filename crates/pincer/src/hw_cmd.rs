@@ -10,6 +10,7 @@ use crate::Ctx;
 use anyhow::Result;
 use pincer_core::actor::HUMAN_CLI;
 use pincer_core::audit::Audit;
+use pincer_core::text::terminal_safe;
 use pincer_hw::{Hardware, HwError};
 use pincer_runtime::person;
 use pincer_tools::hw::HwKind;
@@ -248,13 +249,22 @@ fn info(audit: &Audit, hw: &Hardware, json_out: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let d = hw.detection();
-    println!("board: {} ({:?})", d.board.name, d.board.kind);
-    println!(
-        "detected from: {}",
-        serde_json::to_value(&d.source)
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    );
+    println!("board: {}", d.board.name);
+    let from = match &d.source {
+        pincer_hw::DetectSource::Env { value } => format!("PINCER_BOARD={value}"),
+        pincer_hw::DetectSource::Config { value } => format!("[hardware] board = \"{value}\""),
+        pincer_hw::DetectSource::DeviceTree { compatible } => {
+            format!("the device tree ({})", compatible.join(", "))
+        }
+        pincer_hw::DetectSource::UnknownDeviceTree { compatible } => format!(
+            "an unknown device tree ({}), so the simulated board",
+            compatible.join(", ")
+        ),
+        pincer_hw::DetectSource::NoDeviceTree => {
+            "no device tree, so the simulated board".to_string()
+        }
+    };
+    println!("detected from: {}", terminal_safe(&from));
     if let Some(w) = &d.warning {
         println!("warning: {w}");
     }

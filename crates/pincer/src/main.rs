@@ -22,10 +22,38 @@ use pincer_runtime::{Env, Settings, default_config_toml};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The features this binary was built with, as `--version` names them.
+const FEATURES: &[(&str, bool)] = &[
+    ("fts5", cfg!(feature = "fts5")),
+    ("membench", cfg!(feature = "membench")),
+];
+
+/// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.
+fn long_version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let on: Vec<&str> = FEATURES
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        format!(
+            "{} (commit {}, features: {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("PINCER_COMMIT"),
+            if on.is_empty() {
+                "none".to_string()
+            } else {
+                on.join(", ")
+            }
+        )
+    })
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "pincer",
-    version,
+    version = long_version(),
     about = "One small binary that runs a personal AI agent, safe by construction",
     propagate_version = true
 )]
@@ -33,6 +61,12 @@ struct Cli {
     /// State directory (default: $PINCER_HOME, else ~/.pincer).
     #[arg(long, global = true, value_name = "DIR")]
     home: Option<PathBuf>,
+    /// More diagnostics on stderr (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -111,6 +145,13 @@ enum Command {
     /// What the policy gate decides, and why.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCmd),
+    /// Shell completions, generated from this command line's definition.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// The man page (roff), generated from this command line's definition.
+    Man,
     /// The board's I2C, SPI, GPIO and camera, for a person at the terminal
     /// (recorded in the audit trail as human:cli). `PINCER_BOARD=sim` is the
     /// simulated board.
@@ -159,8 +200,38 @@ fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
     })
 }
 
+/// Diagnostics (`tracing` events of every crate) go to stderr at the level
+/// `-v`/`-q` say; warnings by default.
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::filter::LevelFilter;
+    let level = match (quiet, verbose) {
+        (true, _) => LevelFilter::ERROR,
+        (false, 0) => LevelFilter::WARN,
+        (false, 1) => LevelFilter::INFO,
+        (false, 2) => LevelFilter::DEBUG,
+        (false, _) => LevelFilter::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .without_time()
+        .try_init();
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
+    init_logging(cli.verbose, cli.quiet);
     match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "pincer", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Init { force } => {
             let ctx_home = Home::new(match cli.home {
                 Some(h) => h,
@@ -234,10 +305,39 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// A reader that went away (`pincer audit log | head`) ends pincer quietly,
+/// as it ends any Unix tool: Rust ignores SIGPIPE, so a write to a closed
+/// stdout panics inside `println!`; that one panic exits with SIGPIPE's
+/// status (141) and no message. Every other panic is reported as usual.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::from(141)
+        }
         Err(e) => {
             // An error can quote a vendor's reply or a file: made safe.
             eprintln!(

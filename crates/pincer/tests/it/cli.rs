@@ -5,7 +5,10 @@ use std::os::unix::fs::PermissionsExt;
 fn version_and_help() {
     let home = tempfile::tempdir().expect("tempdir");
     let out = ok(pincer(home.path(), &["--version"], ""));
-    assert_eq!(out.trim(), format!("pincer {}", env!("CARGO_PKG_VERSION")));
+    assert!(
+        out.starts_with(&format!("pincer {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
     let out = ok(pincer(home.path(), &["--help"], ""));
     for cmd in ["init", "demo", "session"] {
         assert!(out.contains(cmd), "{out}");
@@ -131,4 +134,52 @@ fn an_empty_pincer_home_is_an_error() {
         .expect("run");
     let err = fails(out);
     assert!(err.contains("PINCER_HOME is set but empty"), "{err}");
+}
+
+#[test]
+fn version_names_the_commit_and_the_features() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let v = ok(pincer(tmp.path(), &["--version"], ""));
+    assert!(v.starts_with("pincer 0."), "{v}");
+    assert!(v.contains("commit ") && v.contains("features: "), "{v}");
+    assert!(v.contains("fts5"), "the default build has fts5: {v}");
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_cli_definition() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bash = ok(pincer(tmp.path(), &["completions", "bash"], ""));
+    assert!(
+        bash.contains("_pincer()") && bash.contains("doctor"),
+        "{bash}"
+    );
+    let man = ok(pincer(tmp.path(), &["man"], ""));
+    assert!(man.contains(".TH pincer") && man.contains("audit"), "{man}");
+    let err = crate::fails(pincer(tmp.path(), &["completions", "tcsh"], ""));
+    assert!(err.contains("tcsh"), "{err}");
+}
+
+/// A reader that goes away (`| head`) ends pincer quietly, with SIGPIPE's
+/// status, not a panic message.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(["man"])
+        .env("PINCER_HOME", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Close our end at once: every write of the man page fails.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(141)),
+        "{:?}",
+        out.status
+    );
 }
