@@ -8,7 +8,8 @@ use crate::RuntimeError;
 use pincer_core::approvals::{ApprovalQueue, Pending, Resolution};
 use pincer_core::audit::Audit;
 use pincer_core::audit::schema::{
-    AnswerWord, ApprovalAnswered, CallRef, CallStatus, HwOp, HwResult, MemoryWrite, Outcome,
+    AnswerWord, ApprovalAnswered, CallRef, CallStatus, HwOp, HwResult, MemoryForget, MemoryWrite,
+    Outcome,
 };
 use pincer_core::home::Home;
 use pincer_core::policy::Risk;
@@ -99,6 +100,104 @@ pub fn write_memory(home: &Home, principal: &str, new: NewPage) -> Result<Page, 
         return Err(PersonError::MemoryUnrecorded(e));
     }
     Ok(page)
+}
+
+/// What [`remember`] did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Remembered {
+    pub id: String,
+    /// False when the same fact was already pinned: no second page.
+    pub new: bool,
+}
+
+/// Pins `fact` as a page of its own, unless a pinned page already says
+/// exactly that (whitespace aside): `pincer remember` twice is one page.
+pub fn remember(home: &Home, principal: &str, fact: &str) -> Result<Remembered, PersonError> {
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let store = PageStore::open(home.memory_dir())?;
+    let (pinned, _) = store.pinned()?;
+    if let Some(p) = pinned.iter().find(|p| norm(&p.body) == norm(fact)) {
+        return Ok(Remembered {
+            id: p.meta.id.clone(),
+            new: false,
+        });
+    }
+    let title: String = fact.lines().next().unwrap_or("").chars().take(80).collect();
+    let page = write_memory(
+        home,
+        principal,
+        NewPage {
+            id: None,
+            title,
+            tags: vec!["fact".into()],
+            source: principal.into(),
+            pinned: true,
+            body: fact.to_string(),
+        },
+    )?;
+    Ok(Remembered {
+        id: page.meta.id,
+        new: true,
+    })
+}
+
+/// Deletes page `id`, recorded as `memory.forget` first (so a page never
+/// vanishes unrecorded; a failed delete after the entry is said).
+pub fn forget(home: &Home, principal: &str, id: &str) -> Result<Page, PersonError> {
+    let store = PageStore::open(home.memory_dir())?;
+    let page = store.read(id)?;
+    let audit = crate::open_audit(home)?;
+    audit.record(
+        principal,
+        &MemoryForget {
+            id: page.meta.id.clone(),
+            title: page.meta.title.clone(),
+        },
+    )?;
+    store.delete(id)?;
+    Ok(page)
+}
+
+/// Pins or unpins page `id`, recorded as a `memory.write` of the page.
+pub fn set_pinned(
+    home: &Home,
+    principal: &str,
+    id: &str,
+    pinned: bool,
+) -> Result<Page, PersonError> {
+    let store = PageStore::open(home.memory_dir())?;
+    let page = store.read(id)?;
+    let audit = crate::open_audit(home)?;
+    let updated = store.update(NewPage {
+        id: Some(page.meta.id.clone()),
+        title: page.meta.title.clone(),
+        tags: page.meta.tags.clone(),
+        source: page.meta.source.clone(),
+        pinned,
+        body: page.body.clone(),
+    })?;
+    let recorded = audit.record(
+        principal,
+        &MemoryWrite {
+            id: updated.meta.id.clone(),
+            title: updated.meta.title.clone(),
+            source: updated.meta.source.clone(),
+            pinned,
+        },
+    );
+    if let Err(e) = recorded {
+        // Put it back: no change stays that no entry records.
+        let _ = store.update(NewPage {
+            id: Some(page.meta.id.clone()),
+            title: page.meta.title,
+            tags: page.meta.tags,
+            source: page.meta.source,
+            pinned: page.meta.pinned,
+            body: page.body,
+        });
+        return Err(PersonError::MemoryUnrecorded(e));
+    }
+    Ok(updated)
 }
 
 /// Turns the audit trail since the last run into a session page, as

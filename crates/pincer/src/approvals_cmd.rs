@@ -21,6 +21,9 @@ pub enum ApprovalsCmd {
     Approve {
         /// The id `approvals list` shows.
         id: String,
+        /// Print the answered approval as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Deny the call waiting under ID.
     Deny {
@@ -33,6 +36,9 @@ pub enum ApprovalsCmd {
             default_value = "denied at the command line"
         )]
         reason: String,
+        /// Print the answered approval as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -65,20 +71,22 @@ pub fn run(ctx: &Ctx, cmd: ApprovalsCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ApprovalsCmd::Approve { id } => answer(
+        ApprovalsCmd::Approve { id, json } => answer(
             ctx,
             &id,
+            json,
             Resolution::Approved {
                 by: HUMAN_CLI.into(),
             },
         ),
-        ApprovalsCmd::Deny { id, reason } => {
+        ApprovalsCmd::Deny { id, reason, json } => {
             if reason.trim().is_empty() {
                 anyhow::bail!("--reason is empty; say why, the agent's model sees it");
             }
             answer(
                 ctx,
                 &id,
+                json,
                 Resolution::Denied {
                     by: HUMAN_CLI.into(),
                     reason,
@@ -88,12 +96,16 @@ pub fn run(ctx: &Ctx, cmd: ApprovalsCmd) -> Result<ExitCode> {
     }
 }
 
-fn answer(ctx: &Ctx, id: &str, resolution: Resolution) -> Result<ExitCode> {
+fn answer(ctx: &Ctx, id: &str, json: bool, resolution: Resolution) -> Result<ExitCode> {
     let word = match &resolution {
         Resolution::Approved { .. } => "approved",
         Resolution::Denied { .. } => "denied",
     };
     let p = pincer_runtime::person::answer_approval(&ctx.home, HUMAN_CLI, id, resolution)?;
+    if json {
+        println!("{}", serde_json::json!({ "answer": word, "approval": p }));
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{word} {}: `{}` in session `{}`",
         p.id,

@@ -78,6 +78,9 @@ enum Command {
         /// Overwrite an existing config.toml.
         #[arg(long)]
         force: bool,
+        /// Print `{"wrote": PATH}`.
+        #[arg(long)]
+        json: bool,
     },
     /// The main job on embedded defaults, in a temporary state directory (no
     /// API key, no server): a prompt-injected agent reaching for the
@@ -137,10 +140,14 @@ enum Command {
     /// through a disposable SQLite FTS5 index.
     #[command(subcommand)]
     Memory(memory_cmd::MemoryCmd),
-    /// Pin a fact: a memory page that is in every system prompt.
+    /// Pin a fact: a memory page that is in every system prompt (the same
+    /// fact twice is one page).
     Remember {
         /// The fact.
         fact: String,
+        /// Print `{"id": …, "new": …}`.
+        #[arg(long)]
+        json: bool,
     },
     /// What the policy gate decides, and why.
     #[command(subcommand)]
@@ -232,12 +239,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Init { force } => {
+        Command::Init { force, json } => {
             let ctx_home = Home::new(match cli.home {
                 Some(h) => h,
                 None => default_home()?,
             });
-            ctx_home.ensure()?;
+            ctx_home
+                .ensure()
+                .with_context(|| format!("cannot create {}", ctx_home.root().display()))?;
             let path = ctx_home.config_path();
             if path.exists() && !force {
                 anyhow::bail!(
@@ -247,7 +256,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             pincer_core::fsutil::write_atomic(&path, default_config_toml().as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            println!("wrote {}", path.display());
+            if json {
+                println!("{}", serde_json::json!({ "wrote": path }));
+            } else {
+                println!("wrote {}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo { json, keep } => demo::run(json, keep),
@@ -282,7 +295,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Approvals(cmd) => approvals_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Audit(cmd) => audit_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Memory(cmd) => memory_cmd::run(&load_ctx(cli.home)?, cmd),
-        Command::Remember { fact } => memory_cmd::remember(&load_ctx(cli.home)?, &fact),
+        Command::Remember { fact, json } => memory_cmd::remember(&load_ctx(cli.home)?, &fact, json),
         Command::Handoff { session, json } => {
             let ctx = load_ctx(cli.home)?;
             if let Some(k) = &session {

@@ -31,6 +31,9 @@ pub enum MemoryCmd {
         /// The page id (default: derived from the title).
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        /// Print `{"id": …}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Search the pages (the index is synced first).
     Search {
@@ -42,7 +45,30 @@ pub enum MemoryCmd {
         json: bool,
     },
     /// Print one page, front matter included.
-    Show { id: String },
+    Show {
+        id: String,
+        /// The page as one JSON object (its fields and body).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a page (recorded in the audit trail as `memory.forget`).
+    Forget {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin a page: it is in every system prompt.
+    Pin {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unpin a page: it stays, but leaves the system prompt.
+    Unpin {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// List the pages.
     List {
         /// Only the pinned ones.
@@ -73,27 +99,31 @@ fn parse_tags(tags: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn remember(ctx: &Ctx, fact: &str) -> Result<ExitCode> {
+pub fn remember(ctx: &Ctx, fact: &str, json: bool) -> Result<ExitCode> {
     if fact.trim().is_empty() {
         bail!("the fact is empty; say what to remember");
     }
-    let title: String = fact.lines().next().unwrap_or("").chars().take(80).collect();
-    let page = person::write_memory(
-        &ctx.home,
-        HUMAN_CLI,
-        NewPage {
-            id: None,
-            title,
-            tags: vec!["fact".into()],
-            source: HUMAN_CLI.into(),
-            pinned: true,
-            body: fact.to_string(),
-        },
-    )?;
-    println!(
-        "pinned `{}`: it is in every system prompt from now on",
-        page.meta.id
-    );
+    let r = person::remember(&ctx.home, HUMAN_CLI, fact)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else if r.new {
+        println!(
+            "pinned `{}`: it is in every system prompt from now on",
+            r.id
+        );
+    } else {
+        println!("already pinned as `{}`; nothing changed", r.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A page's change, said once.
+fn changed(json: bool, id: &str, what: &str) -> Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::json!({ "id": id, "change": what }));
+    } else {
+        println!("{what} `{id}`");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -106,10 +136,14 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             pin,
             body,
             id,
+            json,
         } => {
             let body = match body {
                 Some(b) => b,
                 None => {
+                    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                        eprintln!("reading the page body from stdin; end it with Ctrl-D");
+                    }
                     let mut b = String::new();
                     std::io::stdin()
                         .read_to_string(&mut b)
@@ -135,7 +169,11 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                     body,
                 },
             )?;
-            println!("wrote `{}`", page.meta.id);
+            if json {
+                println!("{}", serde_json::json!({ "id": page.meta.id }));
+            } else {
+                println!("wrote `{}`", page.meta.id);
+            }
             Ok(ExitCode::SUCCESS)
         }
         MemoryCmd::Search { query, limit, json } => {
@@ -167,11 +205,30 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        MemoryCmd::Show { id } => {
+        MemoryCmd::Show { id, json } => {
             let store = PageStore::open(memory_dir(ctx))?;
             let page = store.read(&id)?;
-            print!("{}", terminal_safe(&page.to_markdown()));
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "meta": page.meta, "body": page.body })
+                );
+            } else {
+                print!("{}", terminal_safe(&page.to_markdown()));
+            }
             Ok(ExitCode::SUCCESS)
+        }
+        MemoryCmd::Forget { id, json } => {
+            let page = person::forget(&ctx.home, HUMAN_CLI, &id)?;
+            changed(json, &page.meta.id, "forgot")
+        }
+        MemoryCmd::Pin { id, json } => {
+            let page = person::set_pinned(&ctx.home, HUMAN_CLI, &id, true)?;
+            changed(json, &page.meta.id, "pinned")
+        }
+        MemoryCmd::Unpin { id, json } => {
+            let page = person::set_pinned(&ctx.home, HUMAN_CLI, &id, false)?;
+            changed(json, &page.meta.id, "unpinned")
         }
         MemoryCmd::List { pinned, json } => {
             let store = PageStore::open(memory_dir(ctx))?;

@@ -32,6 +32,7 @@ pub enum Kind {
     HwResult,
     MemoryWrite,
     MemoryConsolidate,
+    MemoryForget,
     ProviderFallback,
 }
 
@@ -50,6 +51,7 @@ impl Kind {
         Kind::HwResult,
         Kind::MemoryWrite,
         Kind::MemoryConsolidate,
+        Kind::MemoryForget,
         Kind::ProviderFallback,
     ];
 
@@ -69,6 +71,7 @@ impl Kind {
             Kind::HwResult => "hw.result",
             Kind::MemoryWrite => "memory.write",
             Kind::MemoryConsolidate => "memory.consolidate",
+            Kind::MemoryForget => "memory.forget",
             Kind::ProviderFallback => "provider.fallback",
         }
     }
@@ -458,6 +461,15 @@ pub struct MemoryConsolidate {
     pub watermark_to: u64,
 }
 payload!(MemoryConsolidate, MemoryConsolidate);
+
+/// A memory page was deleted (`memory.forget`); what it said stays in the
+/// `memory.write` entry that made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryForget {
+    pub id: String,
+    pub title: String,
+}
+payload!(MemoryForget, MemoryForget);
 
 /// A model call on which providers failed before one answered, or none
 /// did (`provider.fallback`): fallback is never silent.

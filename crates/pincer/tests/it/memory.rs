@@ -311,3 +311,61 @@ fn text_from_the_trail_cannot_forge_lines_in_the_handoff() {
     assert!(!shown.contains("\nFORGED"), "{shown}");
     assert!(shown.contains("quoted records"), "{shown}");
 }
+
+/// `remember` twice is one page; `unpin` and `forget` change memory and
+/// are recorded; every one of them speaks JSON.
+#[test]
+fn remember_unpin_and_forget_are_recorded_once() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path();
+    let first = json(&ok(pincer(
+        h,
+        &["remember", "The vent motor is on relay 3", "--json"],
+        "",
+    )));
+    assert_eq!(first["new"], true);
+    let again = json(&ok(pincer(
+        h,
+        &["remember", "The vent motor  is on relay 3", "--json"],
+        "",
+    )));
+    assert_eq!(again["new"], false);
+    assert_eq!(again["id"], first["id"]);
+    let id = first["id"].as_str().expect("id").to_string();
+    let list = json(&ok(pincer(
+        h,
+        &["memory", "list", "--pinned", "--json"],
+        "",
+    )));
+    assert_eq!(list["pages"].as_array().expect("pages").len(), 1);
+    let shown = json(&ok(pincer(h, &["memory", "show", &id, "--json"], "")));
+    assert_eq!(shown["meta"]["pinned"], true);
+    assert_eq!(shown["body"], "The vent motor is on relay 3");
+    ok(pincer(h, &["memory", "unpin", &id], ""));
+    let shown = json(&ok(pincer(h, &["memory", "show", &id, "--json"], "")));
+    assert_eq!(shown["meta"]["pinned"], false);
+    let gone = json(&ok(pincer(h, &["memory", "forget", &id, "--json"], "")));
+    assert_eq!(gone["change"], "forgot");
+    let err = crate::fails(pincer(h, &["memory", "show", &id], ""));
+    assert!(err.contains(&id), "{err}");
+    let log = ok(pincer(
+        h,
+        &["audit", "log", "--kind", "memory", "--json"],
+        "",
+    ));
+    let kinds: Vec<String> = log
+        .lines()
+        .map(|l| json(l)["kind"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["memory.write", "memory.write", "memory.forget"],
+        "{log}"
+    );
+    let w = json(&ok(pincer(
+        h,
+        &["memory", "write", "--title", "T", "--body", "b", "--json"],
+        "",
+    )));
+    assert!(w["id"].is_string());
+}
