@@ -61,6 +61,9 @@ pub enum AgentEvent {
     /// were given a synthetic "interrupted" result on disk.
     Repaired {
         closed_calls: Vec<String>,
+        /// True when this process cancelled the turn that left them (else
+        /// a crash, or a cancellation by an earlier run).
+        cancelled: bool,
     },
     Trimmed {
         dropped_turns: usize,
@@ -261,7 +264,8 @@ impl Agent {
         user_text: &str,
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
     ) -> Result<TurnOutcome, AgentError> {
-        if conv.in_flight {
+        let cancelled = conv.in_flight;
+        if cancelled {
             conv.view = conv.writer.view()?;
         }
         conv.in_flight = true;
@@ -272,6 +276,7 @@ impl Agent {
         if !closed.is_empty() {
             on_event(AgentEvent::Repaired {
                 closed_calls: closed,
+                cancelled,
             });
         }
         // The fsync policy decides durability: under "turn" and "always" the

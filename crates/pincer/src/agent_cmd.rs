@@ -116,6 +116,10 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// Set before a REPL turn: the reply's `pincer> ` label is printed with
+/// its first word, so it never stands in front of an approval prompt.
+static LABEL_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Renders events as text (tool activity on stderr, the reply on stdout)
 /// or as JSON lines on stdout. A closed stdout (`| head`) is not an error
 /// worth dying for mid-turn: writes that fail are dropped.
@@ -131,7 +135,12 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
         }
         let _ = match e {
             AgentEvent::TextDelta { text } => {
-                write!(out, "{}", terminal_safe(&text)).and_then(|()| out.flush())
+                let label = if LABEL_PENDING.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    "pincer> "
+                } else {
+                    ""
+                };
+                write!(out, "{label}{}", terminal_safe(&text)).and_then(|()| out.flush())
             }
             AgentEvent::ToolCallStarted {
                 name,
@@ -166,10 +175,18 @@ fn renderer(json: bool) -> impl Fn(AgentEvent) + Send + Sync {
                 attempt.retry + 1,
                 terminal_safe(&attempt.error)
             ),
-            AgentEvent::Repaired { closed_calls } => writeln!(
+            AgentEvent::Repaired {
+                closed_calls,
+                cancelled,
+            } => writeln!(
                 err,
-                "  (closed {} tool call(s) an earlier crash left open)",
-                closed_calls.len()
+                "  (closed {} tool call(s) {} left open)",
+                closed_calls.len(),
+                if cancelled {
+                    "the cancelled turn"
+                } else {
+                    "an earlier crash or cancellation"
+                }
             ),
             AgentEvent::Trimmed {
                 dropped_turns,
@@ -267,7 +284,7 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         rt.shutdown_background();
         return result;
     }
-    let result = repl(&rt, &runtime, session, approver, &render);
+    let result = repl(&rt, &runtime, session, approver, &render, args.json);
     rt.shutdown_background();
     result
 }
@@ -281,26 +298,34 @@ fn open(runtime: &Runtime, key: &str, approver: Arc<dyn Approver>) -> Result<Age
     Ok(session)
 }
 
+const REPL_HELP: &str = "/exit (or Ctrl-D)  leave
+/new              start a new session (it begins with the last one's handoff)
+/session          show the current session
+/session KEY      switch to session KEY
+/help             this list
+Ctrl-C            clear the line; during a turn, cancel it (the session stays valid)";
+
 fn repl(
     rt: &tokio::runtime::Runtime,
     runtime: &Runtime,
     mut session: AgentSession,
     approver: Arc<dyn Approver>,
     render: &(dyn Fn(AgentEvent) + Send + Sync),
+    json: bool,
 ) -> Result<ExitCode> {
     let mut editor = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
     let history = runtime.home().history_path();
     let _ = editor.load_history(&history);
     eprintln!(
-        "pincer agent: session `{}`. /exit to leave, /new for a new session, /session [KEY] to show or switch.",
+        "pincer agent: session `{}`. /help for commands, Ctrl-D to leave.",
         session.key()
     );
     loop {
         let line = match editor.readline("you> ") {
             Ok(l) => l,
-            Err(
-                rustyline::error::ReadlineError::Interrupted | rustyline::error::ReadlineError::Eof,
-            ) => break,
+            // Ctrl-C clears the line, as in a shell; Ctrl-D leaves.
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => break,
             Err(e) => return Err(e.into()),
         };
         let line = line.trim();
@@ -347,14 +372,18 @@ fn repl(
                 }
                 continue;
             }
+            ("/help", _) => {
+                eprintln!("{REPL_HELP}");
+                continue;
+            }
             (cmd, _) if cmd.starts_with('/') => {
-                eprintln!("unknown command {cmd}; try /exit, /new, /session [KEY]");
+                eprintln!("unknown command {cmd}; try /help");
                 continue;
             }
             _ => {}
         }
-        print!("pincer> ");
-        let _ = std::io::stdout().flush();
+        // JSON mode: stdout is the event stream, nothing else goes there.
+        LABEL_PENDING.store(!json, std::sync::atomic::Ordering::Relaxed);
         let result = rt.block_on(async {
             tokio::select! {
                 r = session.run_turn(line, render) => Some(r),

@@ -519,8 +519,10 @@ async fn cancelling_mid_tool_leaves_a_session_the_next_turn_repairs() {
         .run_turn(&mut conv, "are you there?", &sink)
         .await
         .expect("next turn");
+    // Said as what it was: this process cancelled that turn.
     assert!(fx.events().contains(&AgentEvent::Repaired {
-        closed_calls: vec!["s1".into()]
+        closed_calls: vec!["s1".into()],
+        cancelled: true,
     }));
     let req = &model.requests()[1];
     assert_eq!(req.messages[2].content, trim::INTERRUPTED_RESULT);

@@ -918,3 +918,38 @@ fn a_hook_whose_program_is_missing_fails_at_start() {
         "{err}"
     );
 }
+
+/// In JSON mode the REPL's stdout is the event stream and nothing else:
+/// no `pincer> ` label between the lines. `/help` lists the commands.
+#[test]
+fn the_json_repl_prints_only_json_lines() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    write_scripted_config(&home, r#"{"turns": [{"text": "Hello."}]}"#, "supervised");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(["agent", "--json"])
+        .env("PINCER_HOME", &home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"hi\n/help\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let text = crate::stdout(&out);
+    assert!(!text.is_empty());
+    for line in text.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "not a JSON line: {line:?}"
+        );
+    }
+    assert!(stderr(&out).contains("/session KEY"), "{}", stderr(&out));
+}

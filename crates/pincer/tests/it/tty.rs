@@ -64,7 +64,7 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))
         .args(["agent", "--workspace", ws.to_str().unwrap()])
         .env("PINCER_HOME", &home)
-        .env("TERM", "dumb")
+        .env("TERM", "xterm")
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
@@ -91,7 +91,16 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
 
     let at = screen.wait_for("you> ", 0);
     keys.write_all(b"write it\r").unwrap();
-    let at = screen.wait_for("approve within 2 s?", at);
+    let asked = screen.wait_for("approve within 2 s?", at);
+    // The reply's label comes with the reply, not before the question.
+    {
+        let t = screen.0.0.lock().unwrap();
+        assert!(
+            !t[at..asked].contains("pincer> "),
+            "label before the prompt:\n{t}"
+        );
+    }
+    let at = asked;
     // Nobody answers: denied at the deadline, the turn ends...
     let at = screen.wait_for("no answer within 2 s", at);
     let at = screen.wait_for("first turn done", at);
@@ -100,14 +109,20 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     keys.write_all(b"again please\r").unwrap();
     let at = screen.wait_for("approve within 2 s?", at);
     keys.write_all(b"y\r").unwrap();
-    let at = screen.wait_for("second turn done", at);
+    let at = screen.wait_for("pincer> second turn done", at);
+    let at = screen.wait_for("you> ", at);
+    // Ctrl-C clears the line typed so far and stays; Ctrl-D leaves.
+    keys.write_all(b"half a line\x03").unwrap();
+    let at = screen.wait_for("you> ", at);
+    keys.write_all(b"/session\r").unwrap();
+    let at = screen.wait_for("live messages", at);
     screen.wait_for("you> ", at);
-    keys.write_all(b"/exit\r").unwrap();
+    keys.write_all(b"\x04").unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait()));
     let status = rx
         .recv_timeout(Duration::from_secs(30))
-        .expect("pincer did not exit after /exit")
+        .expect("pincer did not exit after Ctrl-D")
         .unwrap();
     assert!(status.success());
     assert!(!ws.join("first.txt").exists());
