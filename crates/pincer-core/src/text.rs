@@ -83,6 +83,18 @@ pub fn cut(s: &str, max: usize) -> String {
     }
 }
 
+/// At most `max` characters of `s`, cut at the last space before the limit
+/// (a word is never split; a single over-long word is cut), with `…` when
+/// something was cut.
+pub fn cut_words(s: &str, max: usize) -> String {
+    let Some((end, _)) = s.char_indices().nth(max) else {
+        return s.to_string();
+    };
+    let head = &s[..end];
+    let at = head.rfind(' ').filter(|i| *i > 0).unwrap_or(end);
+    format!("{}…", head[..at].trim_end())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +121,12 @@ mod tests {
         assert_eq!(one_line("abc", 3), "abc");
         assert_eq!(squeeze("  a \n\n b  ", 10), "a b");
         assert_eq!(cut("héllo", 2), "hé…");
+        assert_eq!(
+            cut_words("the demo approves medium", 19),
+            "the demo approves…"
+        );
+        assert_eq!(cut_words("short", 19), "short");
+        assert_eq!(cut_words("averyveryverylongword", 5), "avery…");
     }
 
     proptest! {

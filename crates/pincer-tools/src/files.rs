@@ -538,7 +538,11 @@ fn list_blocking(
     let mut out = if truncated {
         format!("first {} entries of `{user}`{what}:\n", lines.len())
     } else {
-        format!("{} entries in `{user}`{what}:\n", lines.len())
+        format!(
+            "{} {} in `{user}`{what}:\n",
+            lines.len(),
+            if lines.len() == 1 { "entry" } else { "entries" }
+        )
     };
     out.push_str(&lines.join("\n"));
     if truncated {

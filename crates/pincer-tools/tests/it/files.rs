@@ -292,7 +292,7 @@ async fn list_is_sorted_typed_sized_and_capped() {
         .await;
     assert_eq!(
         l,
-        "1 entries in `sub` (recursive):\nfile     sub/inner.txt (3 bytes)"
+        "1 entry in `sub` (recursive):\nfile     sub/inner.txt (3 bytes)"
     );
     let l = fx
         .ok("file_list", json!({"recursive": true, "max_entries": 3}))

@@ -461,6 +461,6 @@ fn summary(c: &GatedCall) -> String {
         (ToolStatus::Ok, false) => format!("allowed (low risk, nobody asked) → {tail}"),
         (ToolStatus::Denied, _) => "asked you, denied → nothing read or written".to_string(),
         (ToolStatus::Blocked, _) => "blocked by policy, nobody asked".to_string(),
-        (ToolStatus::Error, _) => format!("error: {}", pincer_core::text::cut(&c.result, 60)),
+        (ToolStatus::Error, _) => format!("error: {}", pincer_core::text::cut_words(&c.result, 60)),
     }
 }

@@ -173,5 +173,13 @@ fn render(r: &Report) -> String {
     injection::render(&r.hardware, &mut out);
     session::render(&r.agent, &mut out);
     store::render(&r.steps, &mut out);
+    out.push_str(NEXT);
     out
 }
+
+/// What a new user does next.
+const NEXT: &str = "Next: your own agent.
+   pincer init                 write a commented config.toml (every key, at its default)
+   then one of: export OPENAI_API_KEY=… | export ANTHROPIC_API_KEY=… | run llama-server or Ollama locally
+   pincer agent                talk to it (pincer doctor says what it would use)
+";

@@ -154,8 +154,12 @@ pub fn render(a: &AgentStory, out: &mut String) {
                     preview,
                     ..
                 } => {
-                    let first: String = preview.replace('\n', " ⏎ ").chars().take(100).collect();
-                    let _ = writeln!(out, "   → {name} {status:?}: {first}");
+                    let first = pincer_core::text::cut_words(&preview.replace('\n', " ⏎ "), 100);
+                    let status = serde_json::to_value(status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "   → {name} {status}: {first}");
                 }
                 _ => {}
             }
