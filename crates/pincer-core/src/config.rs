@@ -257,11 +257,12 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// A TOML syntax or type error from serde, as it came.
+    /// A TOML syntax or type error from serde, in the user's words (serde
+    /// says `expected usize` where a person reads "a whole number").
     pub fn parse_error(&self, e: impl std::fmt::Display) -> ConfigError {
         ConfigError::Parse {
             path: self.path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: plain_words(e.to_string().trim_end()),
         }
     }
 
@@ -270,6 +271,29 @@ impl<'a> Source<'a> {
     pub fn raw<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
         toml::from_str(self.text).map_err(|e| self.parse_error(e))
     }
+}
+
+/// serde's type names, said as a person would.
+fn plain_words(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, words) in [
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u16", "expected a whole number, 0 or more"),
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        (
+            "expected a sequence",
+            "expected a list, like [\"a\", \"b\"]",
+        ),
+        ("expected a map", "expected a table"),
+    ] {
+        m = m.replace(rust, words);
+    }
+    m
 }
 
 /// The 1-based line of byte `offset` in `text`.
@@ -673,7 +697,7 @@ mod tests {
         );
         check(
             "[context]\ncontext_window = -5\n",
-            Err(&["line 2", "context_window"]),
+            Err(&["line 2", "context_window", "a whole number, 0 or more"]),
         );
         check(
             "[context]\n\ncontext_window = 100\n",
