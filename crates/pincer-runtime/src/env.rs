@@ -28,6 +28,10 @@ pub struct Env {
     pub hooks: HookEnv,
     /// `PINCER_BOARD`: `sim`, `jetson`, `rpi` or `auto`.
     pub board: Option<String>,
+    /// `PINCER_DEVICE_TREE`: where the board's `compatible` strings are
+    /// read (default `/proc/device-tree/compatible`; a container or a test
+    /// can name another file).
+    pub device_tree: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Env {
@@ -76,6 +80,10 @@ impl Env {
             anthropic_base_url: text("ANTHROPIC_BASE_URL"),
             model: text("PINCER_MODEL"),
             board: text("PINCER_BOARD"),
+            device_tree: all
+                .iter()
+                .find(|(n, v)| n == "PINCER_DEVICE_TREE" && !v.is_empty())
+                .map(|(_, v)| PathBuf::from(v)),
             vars: all
                 .iter()
                 .filter_map(|(k, v)| {

@@ -78,11 +78,11 @@ pub fn open_workspace(home: &Home, dir: &Path) -> Result<Arc<Workspace>, Runtime
 /// The board (`PINCER_BOARD`, else `[hardware] board`, else the device
 /// tree; none is the simulated board) and its buses, opened lazily.
 pub fn hardware(settings: &Settings, env: &Env) -> Result<Arc<Hardware>, RuntimeError> {
-    let detection = pincer_hw::detect(
-        env.board.as_deref(),
-        &settings.hardware.board,
-        Path::new(pincer_hw::DEVICE_TREE_COMPATIBLE),
-    )?;
+    let tree = env
+        .device_tree
+        .as_deref()
+        .unwrap_or(Path::new(pincer_hw::DEVICE_TREE_COMPATIBLE));
+    let detection = pincer_hw::detect(env.board.as_deref(), &settings.hardware.board, tree)?;
     Ok(Arc::new(Hardware::open(&settings.hardware, detection)?))
 }
 

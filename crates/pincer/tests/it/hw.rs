@@ -324,10 +324,9 @@ fn an_injected_agent_is_gated_and_every_hardware_call_is_audited() {
 #[test]
 fn without_a_board_the_agent_gets_no_hardware_tools() {
     // No PINCER_BOARD and no device tree: the sim board is only a fallback,
-    // and a model must not mistake simulated sensors for the room's.
-    if Path::new("/proc/device-tree/compatible").exists() {
-        return; // a real board: nothing to check here
-    }
+    // and a model must not mistake simulated sensors for the room's. The
+    // device tree is pointed at a file that does not exist, so this holds
+    // on a real board too.
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -351,6 +350,7 @@ fn without_a_board_the_agent_gets_no_hardware_tools() {
         .args(["agent", "-m", "hello", "--workspace", ws.to_str().unwrap()])
         .env("PINCER_HOME", &home)
         .env_remove("PINCER_BOARD")
+        .env("PINCER_DEVICE_TREE", tmp.path().join("no-device-tree"))
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -507,4 +507,21 @@ fn the_shell_is_gated_like_the_hardware_tools_when_it_touches_hardware() {
         assert_eq!(decision("supervised"), "ask", "{cmd}: {v}");
         assert!(v["detail"]["hardware"].is_string(), "{cmd}: {v}");
     }
+}
+
+/// The board comes from the device tree `PINCER_DEVICE_TREE` names when
+/// nothing names the board: a Pi's strings give the Pi's pin table.
+#[test]
+fn the_device_tree_decides_the_board() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("compatible");
+    std::fs::write(&tree, b"raspberrypi,model-zero-2-w\0brcm,bcm2837\0").unwrap();
+    let out = crate::pincer_env(
+        tmp.path(),
+        &["hw", "info"],
+        &[("PINCER_DEVICE_TREE", tree.to_str().unwrap())],
+    );
+    let text = ok(out);
+    assert!(text.contains("Raspberry Pi Zero 2 W"), "{text}");
+    assert!(text.contains("detected from: the device tree"), "{text}");
 }
