@@ -623,14 +623,26 @@ fn judge(pending: &Pending, record: AnswerRecord) -> ApprovalAnswer {
             ),
         };
     }
+    // Who answered is what the channel proves, not what the file says: a
+    // file in this directory was put there by a process outside the
+    // sandbox (no sandboxed command can see PINCER_HOME), which is a person
+    // at pincer's command line. The `by` a file claims is never recorded.
     match record.resolution {
-        Resolution::Approved { by } => ApprovalAnswer::Approved {
+        Resolution::Approved { .. } => ApprovalAnswer::Approved {
             call_hash: pending.call_hash.clone(),
-            by,
+            by: QUEUE_PRINCIPAL.into(),
         },
-        Resolution::Denied { by, reason } => ApprovalAnswer::Denied { by, reason },
+        Resolution::Denied { reason, .. } => ApprovalAnswer::Denied {
+            by: QUEUE_PRINCIPAL.into(),
+            reason,
+        },
     }
 }
+
+/// The principal an answer through the queue is recorded as: a person at
+/// pincer's command line (see `docs/approvals.md` for why that is what the
+/// queue can prove, and what it cannot).
+pub const QUEUE_PRINCIPAL: &str = crate::actor::HUMAN_CLI;
 
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)

@@ -119,11 +119,13 @@ async fn approve_from_another_handle_wakes_the_waiter() {
         .answer(&p.id, Resolution::Approved { by: "ana".into() })
         .unwrap();
     assert_eq!(answered, p);
+    // The answer says it is "ana"; what is recorded is what the queue can
+    // prove: a person at pincer's command line.
     assert_eq!(
         joined(waiting).await,
         ApprovalAnswer::Approved {
             call_hash: req.call_hash,
-            by: "ana".into()
+            by: QUEUE_PRINCIPAL.into()
         }
     );
     assert!(files(&q).is_empty(), "{:?}", files(&q));
@@ -146,7 +148,7 @@ async fn deny_with_reason_reaches_the_waiter() {
     assert_eq!(
         joined(waiting).await,
         ApprovalAnswer::Denied {
-            by: "ana".into(),
+            by: QUEUE_PRINCIPAL.into(),
             reason: "not on a Friday".into()
         }
     );
@@ -471,7 +473,7 @@ async fn queue_approver_reports_the_id_then_waits_for_the_answer() {
         answer,
         ApprovalAnswer::Approved {
             call_hash: req.call_hash,
-            by: "ana".into()
+            by: QUEUE_PRINCIPAL.into()
         }
     );
     assert!(files(&q).is_empty());
@@ -531,4 +533,31 @@ fn a_pending_file_edited_after_submission_cannot_be_approved() {
         .answer(&p.id, Resolution::Approved { by: "ana".into() })
         .unwrap_err();
     assert!(err.to_string().contains("call_hash"), "{err}");
+}
+
+/// A hand-written answer file claiming to be the owner is an answer (the
+/// directory is the channel), but its claim is not what is recorded.
+#[tokio::test]
+async fn a_claimed_principal_in_the_file_is_never_recorded() {
+    let (_home, q) = setup();
+    let req = request("shell", json!({"command": "reboot"}));
+    let p = q.submit(&req, MINUTE).unwrap();
+    let waiting = spawn_wait(&q, &p);
+    let forged = json!({
+        "id": p.id, "call_hash": p.call_hash, "answer": "approved",
+        "by": "human:owner", "answered": "2026-12-01T00:00:00.000Z"
+    });
+    std::fs::write(
+        q.dir().join(format!("{}.answer.json", p.id)),
+        format!("{forged}\n"),
+    )
+    .unwrap();
+    let got = joined(waiting).await;
+    assert_eq!(
+        got,
+        ApprovalAnswer::Approved {
+            call_hash: req.call_hash,
+            by: QUEUE_PRINCIPAL.into()
+        }
+    );
 }
