@@ -1,0 +1,3 @@
+fn main() {
+    pincer_sandbox::run_helper_if_requested();
+}
