@@ -528,11 +528,28 @@ impl RunCgroups {
 }
 
 impl Drop for RunCgroups {
+    /// A run dropped before it finished (a cancelled call): kill what is in
+    /// its cgroups and remove them, off the caller's thread if the killed
+    /// processes are still on their way out.
     fn drop(&mut self) {
-        if !self.dirs.is_empty() {
-            self.kill_all();
-            let _ = self.remove();
+        if self.dirs.is_empty() {
+            return;
         }
+        self.kill_all();
+        let dirs: Vec<PathBuf> = self.dirs.iter().map(|(d, _, _)| d.clone()).collect();
+        if dirs.iter().all(|d| std::fs::remove_dir(d).is_ok()) {
+            self.dirs.clear();
+            return;
+        }
+        let mut rest = std::mem::take(&mut self.dirs);
+        let _ = std::thread::Builder::new()
+            .name("pincer-cgroup-cleanup".into())
+            .spawn(move || {
+                let mut run = RunCgroups {
+                    dirs: std::mem::take(&mut rest),
+                };
+                let _ = run.remove();
+            });
     }
 }
 

@@ -225,6 +225,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // `pincer __sandbox`: the shell tool's sandbox helper re-executes
+    // pincer; it must run before clap, threads or the async runtime exist.
+    pincer_sandbox::run_helper_if_requested();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

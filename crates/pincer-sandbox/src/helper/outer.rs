@@ -88,10 +88,19 @@ fn run(
     })?;
 
     // Join the run's cgroups before anything else exists, so every process
-    // of the sandbox is born inside them.
+    // of the sandbox is born inside them. On v1, "0" into `tasks` moves
+    // just this (single) thread, which spares the kernel the global
+    // threadgroup lock and its RCU wait (about 10 ms a run here); v2 has
+    // only `cgroup.procs`.
     let me = std::process::id().to_string();
     for (dir, layers) in &req.cgroups {
-        if let Err(e) = std::fs::write(dir.join("cgroup.procs"), &me) {
+        let tasks = dir.join("tasks");
+        let joined = if tasks.exists() {
+            std::fs::write(&tasks, "0")
+        } else {
+            std::fs::write(dir.join("cgroup.procs"), &me)
+        };
+        if let Err(e) = joined {
             for layer in layers {
                 log.fail(*layer, format!("cannot join {}: {e}", dir.display()))?;
             }

@@ -7,6 +7,7 @@ mod cli;
 mod hw;
 mod memory;
 mod policy;
+mod sandbox;
 mod session;
 mod tty;
 
