@@ -314,6 +314,7 @@ pub fn open_workspace(ctx: &Ctx, dir: &std::path::Path) -> Result<Arc<Workspace>
         "approvals",
         "memory",
         "keys",
+        "skills",
         "config.toml",
     ]
     .iter()
