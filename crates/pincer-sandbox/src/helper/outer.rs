@@ -152,7 +152,6 @@ fn run(
         Ok(((), "the run's cgroup is its root".into()))
     })?;
 
-    mounts::setup(spec, log)?;
     start_init(req, root, log, ctl)
 }
 
@@ -217,6 +216,13 @@ fn start_init(
             .map_err(|e| fatal(format!("cannot start the sandbox's init: {e}")))?
         // `cmd` drops here with its copy of the init's socket end.
     };
+    // The mount table is built while the init is being exec'd (it shares
+    // this mount namespace and waits for its request, sent only after).
+    if let Err(f) = mounts::setup(&req.spec, log) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(f);
+    }
     let init_req = InitRequest {
         version: PROTOCOL,
         spec: req.spec.clone(),
