@@ -3,7 +3,10 @@
 //! bubblewrap (`bwrap --unshare-all --die-with-parent --ro-bind / / true`),
 //! measured in the same run. Skips bwrap when it is not installed.
 //!
-//! `cargo bench -p pincer-sandbox --bench setup`
+//! `cargo bench -p pincer-sandbox --bench setup`; with
+//! `PINCER_SANDBOX_HELPER=target/release/pincer` the helper is pincer's own
+//! binary instead of this one (its size changes the cost of the helper's
+//! two execs).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use criterion::Criterion;
@@ -23,7 +26,11 @@ fn run_quiet(cmd: &mut Command) {
 
 fn benches(c: &mut Criterion) {
     let ws = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new(std::env::current_exe().unwrap());
+    let helper = std::env::var_os("PINCER_SANDBOX_HELPER")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::current_exe().unwrap());
+    eprintln!("sandbox helper: {}", helper.display());
+    let sandbox = Sandbox::new(helper);
     let mut spec = Spec::new(vec!["/bin/true".into()], ws.path(), "bench");
     spec.env.insert("PATH".into(), "/usr/bin:/bin".into());
     let opts = RunOptions {

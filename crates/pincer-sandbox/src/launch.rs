@@ -300,7 +300,10 @@ impl Pending {
             Err(e) => {
                 return Err(SandboxError::Helper {
                     helper: self.helper,
-                    message: format!("ended ({}) without a valid report: {e}", describe(status)),
+                    message: format!(
+                        "ended ({}) without a valid report ({e}); the helper must be a pincer whose main calls pincer_sandbox::run_helper_if_requested() first",
+                        describe(status)
+                    ),
                 });
             }
         };

@@ -17,14 +17,15 @@
 //! 1. **outer**: sets `no_new_privs`, joins the run's cgroups (created and
 //!    limited by the caller), unshares a user namespace when pincer is not
 //!    root, then mount, PID, network (unless the network is on for this
-//!    run), IPC, UTS and cgroup namespaces; builds the mount table: a fresh
-//!    tmpfs `/tmp` and `HOME`, a `/dev` with only `null`, `zero`, `urandom`
-//!    and `tty`, `/run` and pincer's state (`Spec::hide`) mounted over with
-//!    empty read-only directories; starts the init; waits for it while
-//!    watching pincer's end of the socket — if pincer dies (even by
-//!    `SIGKILL`), it kills the init.
+//!    run), IPC, UTS and cgroup namespaces; starts the init and, while it
+//!    is being exec'd, builds the mount table: a fresh tmpfs `/tmp` and
+//!    `HOME`, a `/dev` with only `null`, `zero`, `urandom` and `tty` (and a
+//!    private `/dev/shm`), `/run`, `/sys`, the root-only files of `/etc` and
+//!    pincer's state (`Spec::hide`) mounted over with empty read-only ones;
+//!    then waits for the init while watching pincer's end of the socket — if
+//!    pincer dies (even by `SIGKILL`), it kills the init.
 //! 2. **init**, PID 1 of the new PID namespace: sets a parent-death signal,
-//!    mounts a `/proc` that shows only the sandbox's processes, makes itself
+//!    mounts a read-only `/proc` that shows only the sandbox's processes, makes itself
 //!    undumpable, sets the rlimits, applies Landlock (workspace read-write,
 //!    system directories read-only, `/tmp` and `HOME` read-write, the four
 //!    devices; everything else, `PINCER_HOME` included, denied; no TCP when
@@ -52,10 +53,11 @@
 //!
 //! See `docs/sandbox.md`: no seccomp filter yet (the kernel's attack surface
 //! is the whole syscall table); as root, files in the read-only system
-//! directories that root may read (e.g. `/etc/shadow`) are readable; before
-//! Landlock ABI 9 a pathname Unix socket outside `/run`, `/tmp` and the
-//! hidden paths can be connected to; CPU time is limited per process, not
-//! per sandbox (the caller's wall-clock timeout bounds the rest).
+//! directories that root may read are readable (but for the hidden
+//! `shadow`, `gshadow`, `sudoers` and SSH host keys); before Landlock ABI 9
+//! a pathname Unix socket outside `/run`, `/tmp` and the hidden paths can
+//! be connected to; CPU time is limited per process, not per sandbox (the
+//! caller's wall-clock timeout bounds the rest).
 
 mod cgroup;
 pub mod corpus;

@@ -43,14 +43,16 @@ pub enum Layer {
     UtsNamespace,
     /// Its own cgroup root (`/proc/self/cgroup` shows `/`).
     CgroupNamespace,
-    /// A `/proc` for the new PID namespace (only the sandbox's processes).
+    /// A read-only `/proc` for the new PID namespace (only the sandbox's
+    /// processes).
     Proc,
-    /// A `/dev` holding only `null`, `zero`, `urandom` and `tty`.
+    /// A `/dev` holding only `null`, `zero`, `urandom` and `tty` (and a
+    /// private `/dev/shm`).
     Devices,
     /// A fresh, empty, size-limited `/tmp` and `HOME` (tmpfs), gone at exit.
     PrivateTmp,
-    /// pincer's own state (and the host's `/run` sockets) mounted over with
-    /// empty read-only directories.
+    /// pincer's own state, the host's `/run` (service sockets), `/sys` and
+    /// root-only files of `/etc` mounted over with empty read-only ones.
     HiddenState,
     /// Landlock filesystem rules: workspace read-write, system directories
     /// read-only, the private `/tmp` and `HOME`, four devices; nothing else.

@@ -65,7 +65,11 @@ fn run(
         if !outer(Layer::MountNamespace) {
             return Err("needs the mount namespace, which is not in place".into());
         }
-        let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+        // Read-only: as root without capabilities a process may still write
+        // root-owned files such as /proc/sysrq-trigger or /proc/sys/*;
+        // Landlock denies that too, this holds even without it.
+        let flags =
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC | MountFlags::RDONLY;
         rustix::mount::mount("proc", "/proc", "proc", flags, None)
             .map_err(|e| format!("mounting /proc: {}", errno(e)))?;
         let others = other_processes();
@@ -76,7 +80,7 @@ fn run(
         }
         Ok((
             (),
-            "a /proc of the new PID namespace: PID 1 is the only process".into(),
+            "a read-only /proc of the new PID namespace: PID 1 is the only process".into(),
         ))
     })?;
     // Not dumpable: the command cannot ptrace PID 1 or read its /proc files.
@@ -85,12 +89,13 @@ fn run(
     log.apply(Layer::Rlimits, || {
         rlimits(spec, memory_cgroup).map(|d| ((), d))
     })?;
-    let abi = landlock::apply(spec, log)?;
+    let have: Vec<Layer> = [Layer::PrivateTmp, Layer::Devices, Layer::Proc]
+        .into_iter()
+        .filter(|l| outer(*l) || log.enforced(*l))
+        .collect();
+    let abi = landlock::apply(spec, log, &have)?;
     log.apply(Layer::Capabilities, caps::drop_all)?;
-    log.apply(Layer::NoTerminal, || {
-        rustix::process::setsid().map_err(|e| format!("setsid: {}", errno(e)))?;
-        Ok(((), "new session, no controlling terminal".into()))
-    })?;
+    log.apply(Layer::NoTerminal, no_terminal)?;
     let env = spec.command_env();
     log.apply(Layer::Environment, || {
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
@@ -119,6 +124,43 @@ fn run(
     };
     let outcome = reap(child.id());
     Ok((outcome, abi, other_processes()))
+}
+
+/// Whether this process has a controlling terminal: `/dev/tty` opens only
+/// then (ENXIO otherwise). Opening it has no effect on the terminal.
+fn has_terminal() -> Result<bool, String> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(
+        "/dev/tty",
+        OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(_) => Ok(true),
+        Err(rustix::io::Errno::NXIO) => Ok(false),
+        Err(e) => Err(format!(
+            "cannot tell whether there is a controlling terminal: opening /dev/tty: {}",
+            errno(e)
+        )),
+    }
+}
+
+/// No controlling terminal for the command: when pincer runs in one (the
+/// REPL), a new session leaves it, so nothing can push keystrokes into it
+/// (TIOCSTI) or write to it. Without one there is nothing to leave, and no
+/// session is made: a new session is also a new scheduler autogroup, which
+/// makes every command markedly slower on a loaded machine. Verified by
+/// opening `/dev/tty` afterwards.
+fn no_terminal() -> Result<((), String), String> {
+    let detail = if has_terminal()? {
+        rustix::process::setsid().map_err(|e| format!("setsid: {}", errno(e)))?;
+        "new session: pincer's controlling terminal is out of reach"
+    } else {
+        "no controlling terminal (pincer has none)"
+    };
+    if has_terminal()? {
+        return Err("a controlling terminal is still reachable through /dev/tty".into());
+    }
+    Ok(((), detail.into()))
 }
 
 /// Waits for the command, reaping every orphan that is handed to PID 1 on

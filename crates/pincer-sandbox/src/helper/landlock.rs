@@ -60,22 +60,32 @@ pub(crate) fn probe_abi() -> Option<u32> {
     level().map(|(_, n)| n)
 }
 
-fn rules(spec: &Spec, abi: ABI) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+/// The rules: what the command may touch. The private `/tmp`, `HOME`,
+/// `/dev/shm` and `/proc` are granted only when they really are the
+/// sandbox's own (`have`): degraded, those paths would be the host's.
+fn rules(spec: &Spec, abi: ABI, have: &[Layer]) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
     let rw = AccessFs::from_all(abi);
     let ro = AccessFs::from_read(abi);
     let file =
         AccessFs::ReadFile | AccessFs::WriteFile | (AccessFs::from_file(abi) & AccessFs::Truncate);
     let mut out = vec![
         (spec.workspace.clone(), rw),
-        (PathBuf::from("/tmp"), rw),
-        (
-            PathBuf::from("/proc"),
-            AccessFs::ReadFile | AccessFs::ReadDir,
-        ),
         (PathBuf::from("/dev"), BitFlags::from(AccessFs::ReadDir)),
     ];
-    if !spec.home.starts_with("/tmp") {
-        out.push((spec.home.clone(), rw));
+    if have.contains(&Layer::PrivateTmp) {
+        out.push((PathBuf::from("/tmp"), rw));
+        if !spec.home.starts_with("/tmp") {
+            out.push((spec.home.clone(), rw));
+        }
+    }
+    if have.contains(&Layer::Devices) {
+        out.push((PathBuf::from("/dev/shm"), rw));
+    }
+    if have.contains(&Layer::Proc) {
+        out.push((
+            PathBuf::from("/proc"),
+            AccessFs::ReadFile | AccessFs::ReadDir,
+        ));
     }
     for dev in ["null", "zero", "urandom", "tty"] {
         out.push((Path::new("/dev").join(dev), file));
@@ -87,7 +97,12 @@ fn rules(spec: &Spec, abi: ABI) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
 }
 
 /// Applies the three Landlock layers; returns the kernel's ABI.
-pub(super) fn apply(spec: &Spec, log: &mut LayerLog<'_>) -> Result<Option<u32>, Fatal> {
+/// `have`: the layers in place whose paths get rules (see [`rules`]).
+pub(super) fn apply(
+    spec: &Spec,
+    log: &mut LayerLog<'_>,
+    have: &[Layer],
+) -> Result<Option<u32>, Fatal> {
     let injected = |l: Layer| spec.inject_failure == Some(l);
     let Some((abi, n)) = level() else {
         let why = "Landlock is not available in this kernel (not built in, or not enabled at boot: it must be in the lsm= list)".to_string();
@@ -162,7 +177,7 @@ pub(super) fn apply(spec: &Spec, log: &mut LayerLog<'_>) -> Result<Option<u32>, 
         }
         let mut created = rs.create().map_err(e)?;
         if fs {
-            for (path, access) in rules(spec, abi) {
+            for (path, access) in rules(spec, abi, have) {
                 let fd = PathFd::new(&path)
                     .map_err(|err| format!("cannot open {} for a rule: {err}", path.display()))?;
                 created = created

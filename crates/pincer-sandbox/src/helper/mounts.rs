@@ -6,8 +6,11 @@
 //! - `/dev`: a tmpfs holding bind mounts of the host's `null`, `zero`,
 //!   `urandom` and `tty` (and the usual `/proc/self/fd` symlinks), then
 //!   made read-only;
-//! - `/run` (the host's service sockets) and every `hide` path: mounted over
-//!   with an empty read-only tmpfs (a file: with `/dev/null`).
+//! - `/dev/shm`: a private tmpfs for POSIX shared memory;
+//! - `/run` (the host's service sockets), `/sys`, every `hide` path and
+//!   the root-only files of `/etc` (`shadow`, `gshadow`, `sudoers`, SSH host
+//!   keys): mounted over with an empty read-only tmpfs (a file: with
+//!   `/dev/null`).
 //!
 //! Whatever the spec allows (the workspace, the read-only directories) stays
 //! visible at its own path even under a covered directory: it is cloned with
@@ -22,6 +25,18 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 
 const DEVICES: [&str; 4] = ["null", "zero", "urandom", "tty"];
+
+/// Root-only files of the system directories, hidden whenever they exist
+/// (plus `/etc/ssh/ssh_host_*_key`).
+const ROOT_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/security/opasswd",
+];
 
 pub(super) fn setup(spec: &Spec, log: &mut LayerLog<'_>) -> Result<(), Fatal> {
     let have_mnt = log.enforced(Layer::MountNamespace);
@@ -47,7 +62,7 @@ pub(super) fn setup(spec: &Spec, log: &mut LayerLog<'_>) -> Result<(), Fatal> {
     })?;
     log.apply(Layer::Devices, || {
         need()?;
-        devices(&keep).map(|d| ((), d))
+        devices(&keep, spec.limits.tmp_bytes).map(|d| ((), d))
     })?;
     log.apply(Layer::HiddenState, || {
         need()?;
@@ -187,7 +202,7 @@ fn private_tmp(spec: &Spec, keep: &[Keep<'_>]) -> Result<String, String> {
     ))
 }
 
-fn devices(keep: &[Keep<'_>]) -> Result<String, String> {
+fn devices(keep: &[Keep<'_>], tmp_bytes: u64) -> Result<String, String> {
     let dev = Path::new("/dev");
     let mut nodes = Vec::new();
     for name in DEVICES {
@@ -201,6 +216,15 @@ fn devices(keep: &[Keep<'_>]) -> Result<String, String> {
         mount_point(&at, false)?;
         attach(tree, &at)?;
     }
+    // POSIX shared memory and semaphores (shm_open, sem_open: Python's
+    // multiprocessing) live in /dev/shm: a private tmpfs, like /tmp.
+    let shm = dev.join("shm");
+    mount_point(&shm, true)?;
+    tmpfs(
+        &shm,
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        format!("size={tmp_bytes},mode=1777"),
+    )?;
     for (link, target) in [
         ("fd", "/proc/self/fd"),
         ("stdin", "/proc/self/fd/0"),
@@ -212,7 +236,10 @@ fn devices(keep: &[Keep<'_>]) -> Result<String, String> {
     }
     rustix::mount::mount_remount(dev, flags | MountFlags::RDONLY, "")
         .map_err(|e| format!("making /dev read-only: {}", errno(e)))?;
-    Ok(format!("/dev holds only {}", DEVICES.join(", ")))
+    Ok(format!(
+        "/dev holds only {} (and a private /dev/shm)",
+        DEVICES.join(", ")
+    ))
 }
 
 fn hide(spec: &Spec, keep: &[Keep<'_>]) -> Result<String, String> {
@@ -247,6 +274,38 @@ fn hide(spec: &Spec, keep: &[Keep<'_>]) -> Result<String, String> {
             .map_err(|e| format!("making /run read-only: {}", errno(e)))?;
         done.push("/run".to_string());
     }
+    // /sys: Landlock denies it already; as root without capabilities a
+    // process could otherwise still write root-owned files there.
+    let sys = Path::new("/sys");
+    if sys.is_dir() {
+        cover(sys, keep, || tmpfs(sys, ro, "size=4k,mode=0755".into()))?;
+        done.push("/sys".to_string());
+    }
+    // Files in the read-only system directories that only root may read:
+    // as root, a command without capabilities would still be their owner.
+    let mut secrets: Vec<std::path::PathBuf> = ROOT_SECRETS.iter().map(Into::into).collect();
+    if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
+        secrets.extend(entries.flatten().map(|e| e.path()).filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        }));
+    }
+    let mut hidden_secrets = 0;
+    for f in &secrets {
+        match std::fs::symlink_metadata(f) {
+            Ok(m) if m.is_file() => {
+                let null = clone_tree(Path::new("/dev/null"))?;
+                attach(&null, f)?;
+                hidden_secrets += 1;
+            }
+            Ok(m) if m.is_dir() => {
+                cover(f, keep, || tmpfs(f, ro, "size=4k,mode=000".into()))?;
+                hidden_secrets += 1;
+            }
+            _ => {}
+        }
+    }
     let mut missing = 0;
     for h in &spec.hide {
         match std::fs::symlink_metadata(h) {
@@ -264,7 +323,10 @@ fn hide(spec: &Spec, keep: &[Keep<'_>]) -> Result<String, String> {
             }
         }
     }
-    let mut detail = format!("mounted over with empty read-only: {}", done.join(", "));
+    let mut detail = format!(
+        "mounted over with empty read-only: {}; {hidden_secrets} root-only system file(s) (shadow, sudoers, SSH host keys)",
+        done.join(", ")
+    );
     if missing > 0 {
         detail.push_str(&format!(" ({missing} missing path(s) had nothing to hide)"));
     }

@@ -59,6 +59,7 @@ const CONTROLS: &[&str] = &[
     "environment-and-proc-environ",
     "home-is-private",
     "devices",
+    "root-only-system-files",
 ];
 
 fn escapes_without_sandbox(id: &str) -> Result<(), Failed> {
