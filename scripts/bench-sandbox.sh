@@ -26,7 +26,7 @@ hyperfine -N --warmup 20 --runs "${RUNS:-200}" \
   -n 'true' '/bin/true' \
   -n 'pincer sandbox: true' "$exe /bin/true" \
   -n 'bwrap --unshare-all true' 'bwrap --unshare-all --die-with-parent --ro-bind / / /bin/true' \
-  2>&1 | grep -E 'Time|±|^ +[0-9.]+ ± |faster|Benchmark'
+  2>&1 | grep -E 'Time|Range|Benchmark'
 cd - >/dev/null
 
 if [[ "${1:-}" != "--quick" ]]; then
