@@ -4,9 +4,9 @@
 //! measured in the same run. Skips bwrap when it is not installed.
 //!
 //! `cargo bench -p pincer-sandbox --bench setup`; with
-//! `PINCER_SANDBOX_HELPER=target/release/pincer` the helper is pincer's own
-//! binary instead of this one (its size changes the cost of the helper's
-//! two execs).
+//! `PINCER_SANDBOX_HELPER=target/release/pincer` the same run also times
+//! pincer's own binary as the helper (its size changes the cost of the
+//! helper's two execs).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use criterion::Criterion;
@@ -26,11 +26,8 @@ fn run_quiet(cmd: &mut Command) {
 
 fn benches(c: &mut Criterion) {
     let ws = tempfile::tempdir().unwrap();
-    let helper = std::env::var_os("PINCER_SANDBOX_HELPER")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::env::current_exe().unwrap());
-    eprintln!("sandbox helper: {}", helper.display());
-    let sandbox = Sandbox::new(helper);
+    let sandbox = Sandbox::new(std::env::current_exe().unwrap());
+    let pincer = std::env::var_os("PINCER_SANDBOX_HELPER").map(Sandbox::new);
     let mut spec = Spec::new(vec!["/bin/true".into()], ws.path(), "bench");
     spec.env.insert("PATH".into(), "/usr/bin:/bin".into());
     let opts = RunOptions {
@@ -53,6 +50,14 @@ fn benches(c: &mut Criterion) {
             assert_eq!(c.finished.exit, pincer_sandbox::Exit::Code(0));
         })
     });
+    if let Some(pincer) = &pincer {
+        pincer
+            .run(&spec, &opts)
+            .expect("pincer as the helper runs `true`");
+        g.bench_function("pincer sandbox true (helper: pincer)", |b| {
+            b.iter(|| pincer.run(&spec, &opts).unwrap())
+        });
+    }
     let mut net_on = spec.clone();
     net_on.network = true;
     g.bench_function("pincer sandbox true (network on)", |b| {

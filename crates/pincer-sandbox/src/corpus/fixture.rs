@@ -205,6 +205,7 @@ impl Fixture {
             memory_bytes: 128 << 20,
             pids: 64,
             cpu_secs: 60,
+            file_bytes: 8 << 20,
             tmp_bytes: 16 << 20,
             ..Limits::default()
         }
@@ -387,6 +388,16 @@ impl Fixture {
                     std::fs::symlink_metadata(&p)
                         .is_ok()
                         .then(|| format!("{p} exists"))
+                }
+                Check::AtMost(p, max) => {
+                    let p = self.expand(p);
+                    match std::fs::metadata(&p) {
+                        Ok(m) if m.len() > *max => {
+                            Some(format!("{p} is {} bytes, over {max}", m.len()))
+                        }
+                        Ok(_) => None,
+                        Err(e) => Some(format!("{p}: {e} (the attack did not write it)")),
+                    }
                 }
                 Check::Exists(p) => {
                     let p = self.expand(p);

@@ -52,6 +52,8 @@ pub enum Check {
     Contains(String),
     /// This host path does not exist after the run.
     Absent(String),
+    /// This host file is at most this many bytes (`smaller:PATH:BYTES`).
+    AtMost(String, u64),
     Exists(String),
     /// The result reports the memory limit's OOM kill.
     Oom,
@@ -101,6 +103,15 @@ fn parse_check(s: &str) -> Result<Check, String> {
     }
     if let Some(a) = arg("exists:") {
         return Ok(Check::Exists(a));
+    }
+    if let Some(a) = arg("at-most:") {
+        let (path, bytes) = a
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{s}`: want at-most:PATH:BYTES"))?;
+        let bytes = bytes
+            .parse()
+            .map_err(|_| format!("`{s}`: `{bytes}` is not a number of bytes"))?;
+        return Ok(Check::AtMost(path.to_string(), bytes));
     }
     Ok(match s {
         "no-secret" => Check::NoSecret,
