@@ -567,4 +567,35 @@ mod tests {
         let extra = json.replacen('{', "{\"allow_all\":true,", 1);
         assert!(serde_json::from_str::<Spec>(&extra).is_err());
     }
+
+    proptest::proptest! {
+        /// Whatever paths a spec is given, one that validates keeps the
+        /// working directory in the workspace, hides nothing the command
+        /// must see, and has no `..` anywhere (so prefix checks hold).
+        #[test]
+        fn a_valid_spec_keeps_its_paths_apart(
+            ws in "(/[a-z.]{1,3}){1,4}",
+            cwd in "(/[a-z.]{1,3}){1,5}",
+            hide in proptest::collection::vec("(/[a-z.]{1,3}){1,4}", 0..3),
+            home in "(/[a-z.]{1,3}){1,3}",
+        ) {
+            let mut s = Spec::new(vec!["true".into()], ws.as_str(), "a");
+            s.read_only = vec![PathBuf::from("/usr")];
+            s.cwd = PathBuf::from(&cwd);
+            s.hide = hide.iter().map(PathBuf::from).collect();
+            s.home = PathBuf::from(&home);
+            if s.validate().is_ok() {
+                let all = std::iter::once(&s.workspace).chain(&s.hide).chain([&s.cwd, &s.home]);
+                for p in all {
+                    proptest::prop_assert!(!p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)));
+                }
+                proptest::prop_assert!(s.cwd.starts_with(&s.workspace));
+                proptest::prop_assert!(!s.home.starts_with(&s.workspace));
+                for h in &s.hide {
+                    proptest::prop_assert!(!s.workspace.starts_with(h) && !s.cwd.starts_with(h) && !s.home.starts_with(h));
+                    proptest::prop_assert!(!h.starts_with("/usr"));
+                }
+            }
+        }
+    }
 }
