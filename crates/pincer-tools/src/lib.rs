@@ -3,7 +3,7 @@
 //! Owns the [`Workspace`] (the one directory the file tools may touch, with
 //! `..`, symlink escapes and pincer's own state refused — TL1), the
 //! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
-//! `shell` tool (TL2; no OS sandbox yet, see [`shell`]), the memory tools
+//! `shell` tool (TL2; every command in the OS sandbox of `pincer-sandbox`, see [`shell`]), the memory tools
 //! and, with the `hw` feature, the hardware tools (`hw`, over `pincer-hw`).
 //!
 //! It does not decide policy: each tool only *declares* the risk of a call
@@ -19,11 +19,13 @@ pub mod files;
 pub mod hw;
 pub mod memory;
 pub mod shell;
+mod shell_sandbox;
 pub mod workspace;
 
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
 pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
 pub use shell::{ShellEnv, ShellTool};
+pub use shell_sandbox::ShellSandbox;
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 
 use pincer_core::tool::Tool;

@@ -6,19 +6,31 @@
 //! commands are low, writes medium, destructive/network/privilege or unknown
 //! programs high, and a deny list blocks at every autonomy level (PO2).
 //!
-//! **It runs WITHOUT an OS sandbox** until the sandbox issue (SB1) lands:
-//! no namespaces, no Landlock, no cgroup limits. The command can read and
-//! write anything the pincer process can. What it does have:
+//! **Every command runs in the OS sandbox** (`pincer-sandbox`, configured
+//! by [`ShellSandbox`]): its own user (when pincer is not root), mount,
+//! PID, network, IPC and UTS namespaces; Landlock (the workspace
+//! read-write, system directories read-only, a private `/tmp` and an empty
+//! private `HOME`, pincer's state hidden and denied); memory and pids
+//! limits through cgroups, rlimits; no capabilities, no terminal. When a
+//! required layer cannot be applied, the command does not run and the
+//! model is told which layer failed; a layer degrades only when the
+//! configuration allows it, and every result of such a run says so. Only a
+//! tool built with [`ShellTool::unsandboxed`] runs commands directly, and
+//! its results say that too.
+//!
+//! What it does besides:
 //!
 //! - cwd = the workspace root, stdin = `/dev/null`;
 //! - the environment cleared except `PATH`, `LANG`, `LC_ALL` (values from
 //!   [`ShellEnv`], which the binary builds once from its own environment),
-//!   `TERM=dumb`, `HOME=<workspace root>` and `PINCER_AGENT=<agent id>` so
-//!   attribution survives (SB3);
-//! - its own process group; when the timeout fires the whole group gets
-//!   `SIGKILL`, and when the command itself exits, anything it left running
-//!   in its group is killed too (and the result says so). Dropping the call
-//!   (a cancelled turn) kills the group as well;
+//!   `TERM=dumb`, `HOME` (the sandbox's private one; the workspace when
+//!   unsandboxed) and `PINCER_AGENT=<agent id>` so attribution survives (SB3);
+//! - when the timeout fires, the whole sandbox is killed (the helper's
+//!   process group, the run's cgroups, and with the helper the PID
+//!   namespace); when the command exits, whatever it left running dies with
+//!   its PID namespace (and the result says so). Dropping the call (a
+//!   cancelled turn) kills the sandbox as well. Unsandboxed, the command's
+//!   process group stands in for the namespace;
 //! - stdout and stderr share one pipe, so the output is in the order the
 //!   command wrote it; it is capped (head and tail kept, with a marker that
 //!   states the original size).
@@ -29,6 +41,7 @@
 
 use crate::ToolLimits;
 use crate::args::{Args, object_schema, respond};
+use crate::shell_sandbox::{self, ShellSandbox};
 use crate::workspace::Workspace;
 use pincer_core::gate::{Gated, Permit};
 use pincer_core::policy::Risk;
@@ -130,6 +143,15 @@ pub struct ShellTool {
     timeout_max: Duration,
     output_cap: usize,
     description: String,
+    isolation: Isolation,
+}
+
+/// How commands are isolated: in the OS sandbox, or (explicit opt-in only)
+/// not at all.
+#[derive(Debug, Clone)]
+enum Isolation {
+    Sandboxed(Box<ShellSandbox>),
+    Unsandboxed,
 }
 
 /// The command a call runs, as one shell string: `command` itself, or
@@ -163,6 +185,9 @@ impl ShellTool {
         self
     }
 
+    /// A shell tool whose commands run in the OS sandbox with
+    /// [`ShellSandbox::default`] (pincer's own binary as the helper: `main`
+    /// must dispatch `pincer_sandbox::run_helper_if_requested` first).
     pub fn new(
         ws: Arc<Workspace>,
         limits: &ToolLimits,
@@ -174,26 +199,13 @@ impl ShellTool {
             .shell_timeout_default
             .clamp(Duration::from_secs(1), timeout_max);
         let output_cap = limits.shell_output_cap.max(2);
-        let description = format!(
-            "Run a command in the workspace directory. Give exactly one of `argv` (a list: the program \
-             and its arguments, run directly with no shell) or `command` (a string run with sh -c, for \
-             pipes and redirections). WARNING: it runs WITHOUT an OS sandbox for now, with the same \
-             access as pincer itself. Read-only commands (ls, cat, grep, git log...) run without \
-             approval; anything else needs approval unless autonomy is `full`. The \
-             environment is reduced to PATH, LANG, LC_ALL, TERM=dumb, HOME=<workspace>, PINCER_AGENT; \
-             stdin is empty. `timeout_secs` defaults to {} (at most {}); on timeout the whole process \
-             group is killed. Output (stdout and stderr together) is capped at {output_cap} bytes. A \
-             non-zero exit status is reported, not an error.",
-            timeout_default.as_secs(),
-            timeout_max.as_secs()
-        );
         let protected = ws
             .protected_paths()
             .iter()
             .map(|p| p.display().to_string())
             .filter(|p| p.len() > 1)
             .collect();
-        ShellTool {
+        let mut tool = ShellTool {
             protected,
             ws: Gated::new(ws),
             deny_commands: Vec::new(),
@@ -202,8 +214,61 @@ impl ShellTool {
             timeout_default,
             timeout_max,
             output_cap,
-            description,
-        }
+            description: String::new(),
+            isolation: Isolation::Sandboxed(Box::default()),
+        };
+        tool.description = tool.describe();
+        tool
+    }
+
+    /// Runs commands in the sandbox configured by `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: ShellSandbox) -> ShellTool {
+        self.isolation = Isolation::Sandboxed(Box::new(sandbox));
+        self.description = self.describe();
+        self
+    }
+
+    /// The explicit opt-in to run commands WITHOUT the OS sandbox, with
+    /// pincer's own access to the machine. The description and every result
+    /// say so.
+    pub fn unsandboxed(mut self) -> ShellTool {
+        self.isolation = Isolation::Unsandboxed;
+        self.description = self.describe();
+        self
+    }
+
+    /// True when commands run in the OS sandbox.
+    pub fn is_sandboxed(&self) -> bool {
+        matches!(self.isolation, Isolation::Sandboxed(_))
+    }
+
+    fn describe(&self) -> String {
+        let isolation = match &self.isolation {
+            Isolation::Sandboxed(sb) => format!(
+                "It runs in an OS sandbox: only the workspace is writable; system directories are \
+                 read-only; /tmp and HOME are private and empty at every call; the network is {}; \
+                 pincer's own state and other processes are out of reach; processes the command \
+                 leaves running are killed when it exits. The environment is PATH, LANG, LC_ALL, \
+                 TERM=dumb, HOME=<private>, PINCER_AGENT.",
+                if sb.network { "on" } else { "off" }
+            ),
+            Isolation::Unsandboxed => "WARNING: it runs WITHOUT an OS sandbox (configured so), \
+                 with the same access as pincer itself. The environment is reduced to PATH, LANG, \
+                 LC_ALL, TERM=dumb, HOME=<workspace>, PINCER_AGENT."
+                .to_string(),
+        };
+        format!(
+            "Run a command in the workspace directory. Give exactly one of `argv` (a list: the program \
+             and its arguments, run directly with no shell) or `command` (a string run with sh -c, for \
+             pipes and redirections). {isolation} Read-only commands (ls, cat, grep, git log...) run \
+             without approval; anything else needs approval unless autonomy is `full`. Stdin is \
+             empty. `timeout_secs` defaults to {} (at most {}); on timeout everything the command \
+             started is killed. Output (stdout and stderr together) is capped at {} bytes. A \
+             non-zero exit status is reported, not an error.",
+            self.timeout_default.as_secs(),
+            self.timeout_max.as_secs(),
+            self.output_cap
+        )
     }
 
     async fn run(
@@ -218,30 +283,48 @@ impl ShellTool {
         let writer2 = writer
             .try_clone()
             .map_err(|e| fatal("cannot duplicate a pipe", e))?;
-        let mut child = {
-            let mut cmd = tokio::process::Command::new(program);
-            cmd.args(args)
-                .env_clear()
-                .env("PATH", &self.env.path)
-                .env("TERM", "dumb")
-                .env("HOME", ws.root())
-                .env("PINCER_AGENT", &self.agent_id)
-                .current_dir(ws.root())
-                .stdin(Stdio::null())
-                .stdout(writer)
-                .stderr(writer2)
-                .process_group(0)
-                .kill_on_drop(true);
-            if let Some(lang) = &self.env.lang {
-                cmd.env("LANG", lang);
+        // Sandboxed, the child is the sandbox's helper; `pending` owns the
+        // run (its control socket and cgroups) until it is finished.
+        let mut pending = None;
+        let mut child = match &self.isolation {
+            Isolation::Sandboxed(sb) => {
+                let spec = sb.spec(ws, program, args, &self.agent_id, &self.env)?;
+                let prepared = sb.prepare(spec).await?;
+                let mut cmd = tokio::process::Command::from(prepared.command);
+                cmd.stdout(writer)
+                    .stderr(writer2)
+                    .process_group(0)
+                    .kill_on_drop(true);
+                let child = cmd
+                    .spawn()
+                    .map_err(|e| fatal("cannot start the sandbox helper", e))?;
+                pending = Some(prepared.pending);
+                child
             }
-            if let Some(lc_all) = &self.env.lc_all {
-                cmd.env("LC_ALL", lc_all);
-            }
-            cmd.spawn()
-                .map_err(|e| respond(format!("shell: could not start `{program}`: {e}")))?
-            // `cmd` drops here with its copies of the pipe's write end, so
-            // the read side sees EOF once the command's processes are gone.
+            Isolation::Unsandboxed => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args)
+                    .env_clear()
+                    .env("PATH", &self.env.path)
+                    .env("TERM", "dumb")
+                    .env("HOME", ws.root())
+                    .env("PINCER_AGENT", &self.agent_id)
+                    .current_dir(ws.root())
+                    .stdin(Stdio::null())
+                    .stdout(writer)
+                    .stderr(writer2)
+                    .process_group(0)
+                    .kill_on_drop(true);
+                if let Some(lang) = &self.env.lang {
+                    cmd.env("LANG", lang);
+                }
+                if let Some(lc_all) = &self.env.lc_all {
+                    cmd.env("LC_ALL", lc_all);
+                }
+                cmd.spawn()
+                    .map_err(|e| respond(format!("shell: could not start `{program}`: {e}")))?
+            } // `cmd` drops here with its copies of the pipe's write end, so
+              // the read side sees EOF once the command's processes are gone.
         };
         // The child is its own group leader: its pid is the group id.
         let pgid = child
@@ -283,6 +366,9 @@ impl ShellTool {
                     if status.is_none() {
                         timed_out = true;
                         guard.kill();
+                        if let Some(p) = &pending {
+                            p.kill();
+                        }
                         status = child.wait().await.ok();
                         guard.disarm();
                     } else {
@@ -310,21 +396,50 @@ impl ShellTool {
             }
         }
 
+        let finished = match (pending, status) {
+            (Some(p), Some(st)) => Some(shell_sandbox::finish(p, st, timed_out).await?),
+            (Some(_), None) => {
+                return Err(ToolError::Fatal(
+                    "shell: the sandbox helper's exit status was lost".into(),
+                ));
+            }
+            (None, _) => None,
+        };
         let mut text = if timed_out {
-            format!(
-                "timed out after {}s: the command's whole process group was killed",
-                timeout.as_secs()
-            )
+            match &finished {
+                Some(_) => format!(
+                    "timed out after {}s: the whole sandbox (every process the command started) was killed",
+                    timeout.as_secs()
+                ),
+                None => format!(
+                    "timed out after {}s: the command's whole process group was killed",
+                    timeout.as_secs()
+                ),
+            }
         } else {
-            match status {
-                Some(s) => describe_status(s),
-                None => "exit status unknown".to_string(),
+            match (&finished, status) {
+                (Some(f), _) => f.exit.to_string(),
+                (None, Some(s)) => describe_status(s),
+                (None, None) => "exit status unknown".to_string(),
             }
         };
-        if leftovers_killed && !timed_out {
-            text.push_str(
-                "\nnote: the command left processes running in its process group; they were killed when it exited",
-            );
+        match &finished {
+            Some(f) => {
+                for note in f.notes() {
+                    text.push('\n');
+                    text.push_str(&note);
+                }
+            }
+            None => {
+                text.push_str(
+                    "\nnote: this command ran WITHOUT the OS sandbox (the shell tool was configured unsandboxed)",
+                );
+                if leftovers_killed && !timed_out {
+                    text.push_str(
+                        "\nnote: the command left processes running in its process group; they were killed when it exited",
+                    );
+                }
+            }
         }
         if pipe_held {
             text.push_str(

@@ -25,7 +25,15 @@
 //!    (device, inode), not by name: the parent directory's chain is walked up
 //!    through `..` to the root, and the final object is checked too, so a
 //!    protected directory moved or bind-mounted into the workspace, or a
-//!    hard link to a protected file, is still denied.
+//!    hard link to a protected file, is still denied. A hard link to a file
+//!    *inside* a protected directory (`audit/trail.jsonl`, a session, a
+//!    memory page) is caught the same way: a file with more than one link
+//!    on the device of a protected directory is looked up in an index of
+//!    the inodes under the protected directories, built when the first such
+//!    file is met in a call (a file with one link has no other name, and a
+//!    hard link cannot cross filesystems, so most files never need it). An
+//!    index that cannot be built, or would exceed
+//!    [`MAX_PROTECTED_ENTRIES`], makes such files refused (fail closed).
 //!
 //! Absolute symlinks are never followed, even when they point inside the root
 //! (that is what `RESOLVE_BENEATH` does; the component walk matches it).
@@ -47,6 +55,11 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
+
+/// Entries of the protected directories indexed at most when looking for
+/// the other names of a hard-linked file; beyond that such files are
+/// refused rather than checked partially.
+pub const MAX_PROTECTED_ENTRIES: usize = 200_000;
 
 /// Symlink hops allowed in one resolution (Linux's own limit is 40).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -114,7 +127,7 @@ pub enum WorkspaceError {
 }
 
 /// Identity of a file: survives renames, sees through hard links.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct FileId {
     dev: u64,
     ino: u64,
@@ -126,6 +139,80 @@ impl FileId {
             dev: st.st_dev,
             ino: st.st_ino,
         }
+    }
+}
+
+/// The identities of pincer's state for one call: the protected paths
+/// themselves, and (built on first need) the inodes of every file under the
+/// protected directories, to catch hard links. See the module doc.
+#[derive(Debug)]
+pub(crate) struct ProtectedIds {
+    ids: Vec<FileId>,
+    /// Protected directories with their device.
+    dirs: Vec<(PathBuf, u64)>,
+    /// (device, inode) of everything under `dirs`; `Err` if it could not be
+    /// built completely.
+    index: std::cell::OnceCell<Result<std::collections::HashSet<FileId>, String>>,
+}
+
+impl ProtectedIds {
+    /// Is `st` pincer's state, under any name?
+    pub(crate) fn contains(&self, st: &Stat) -> bool {
+        let id = FileId::of(st);
+        if self.ids.contains(&id) {
+            return true;
+        }
+        if FileType::from_raw_mode(st.st_mode) == FileType::Directory
+            || st.st_nlink <= 1
+            || !self.dirs.iter().any(|(_, dev)| *dev == id.dev)
+        {
+            return false;
+        }
+        match self.index.get_or_init(|| self.build_index()) {
+            Ok(index) => index.contains(&id),
+            // Cannot tell: refuse.
+            Err(_) => true,
+        }
+    }
+
+    fn contains_dir(&self, id: &FileId) -> bool {
+        self.ids.contains(id)
+    }
+
+    fn build_index(&self) -> Result<std::collections::HashSet<FileId>, String> {
+        let mut index = std::collections::HashSet::new();
+        let mut stack: Vec<PathBuf> = self.dirs.iter().map(|(p, _)| p.clone()).collect();
+        while let Some(dir) = stack.pop() {
+            use std::os::unix::fs::{DirEntryExt, MetadataExt};
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("{}: {e}", dir.display())),
+            };
+            // d_ino is the inode of anything that is not a mount point, and
+            // its device the directory's (a hard link cannot cross
+            // filesystems, so only same-device inodes matter).
+            let dev = std::fs::symlink_metadata(&dir)
+                .map(|m| m.dev())
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            for e in entries {
+                let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+                let ft = e
+                    .file_type()
+                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+                if ft.is_dir() {
+                    stack.push(e.path());
+                    continue;
+                }
+                index.insert(FileId { dev, ino: e.ino() });
+                if index.len() > MAX_PROTECTED_ENTRIES {
+                    return Err(format!(
+                        "more than {MAX_PROTECTED_ENTRIES} files under pincer's protected directories"
+                    ));
+                }
+            }
+        }
+        Ok(index)
     }
 }
 
@@ -399,7 +486,7 @@ impl Workspace {
                     comps = next;
                 }
                 Ok(st) => {
-                    if protected.contains(&FileId::of(&st)) {
+                    if protected.contains(&st) {
                         return Err(protected_err(user));
                     }
                     return Ok(Resolved::Child { parent, name });
@@ -413,18 +500,19 @@ impl Workspace {
         )))
     }
 
-    /// Refuses an opened object that is (a hard link to) a protected path.
+    /// Refuses an opened object that is pincer's state under any name: a
+    /// protected path, or a hard link to one or to a file inside one.
     pub(crate) fn check_not_protected(&self, st: &Stat, user: &str) -> Result<(), ToolError> {
-        if self.protected_ids().contains(&FileId::of(st)) {
+        if self.protected_ids().contains(st) {
             return Err(protected_err(user));
         }
         Ok(())
     }
 
-    /// True when `st` is one of `ids` (from [`Workspace::protected_ids`]);
-    /// for callers that check many entries with one lookup of the set.
-    pub(crate) fn is_protected(st: &Stat, ids: &[FileId]) -> bool {
-        ids.contains(&FileId::of(st))
+    /// True when `st` is in `ids` (from [`Workspace::protected_ids`]); for
+    /// callers that check many entries with one set (one index build).
+    pub(crate) fn is_protected(st: &Stat, ids: &ProtectedIds) -> bool {
+        ids.contains(st)
     }
 
     /// Maps a resolution errno to a message for the model naming the path.
@@ -446,9 +534,10 @@ impl Workspace {
     }
 
     /// Identities of the protected paths: as they were at open, and as they
-    /// are now.
-    pub(crate) fn protected_ids(&self) -> Vec<FileId> {
+    /// are now; and the directories whose files are indexed on demand.
+    pub(crate) fn protected_ids(&self) -> ProtectedIds {
         let mut ids = Vec::with_capacity(self.protected.len() * 2);
+        let mut dirs = Vec::new();
         for p in &self.protected {
             if let Some(id) = p.id_at_open {
                 ids.push(id);
@@ -458,9 +547,16 @@ impl Workspace {
                 if !ids.contains(&id) {
                     ids.push(id);
                 }
+                if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                    dirs.push((p.path.clone(), id.dev));
+                }
             }
         }
-        ids
+        ProtectedIds {
+            ids,
+            dirs,
+            index: std::cell::OnceCell::new(),
+        }
     }
 
     /// Opens the directory named by `comps` (which may contain `..` from
@@ -594,14 +690,14 @@ impl Workspace {
         &self,
         dir: BorrowedFd<'_>,
         user: &str,
-        protected: &[FileId],
+        protected: &ProtectedIds,
     ) -> Result<(), ToolError> {
         let e = |e| self.map_err(user, e);
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let mut cur = rustix::fs::openat(dir, ".", flags, Mode::empty()).map_err(e)?;
         for _ in 0..MAX_DEPTH {
             let id = FileId::of(&rustix::fs::fstat(&cur).map_err(e)?);
-            if protected.contains(&id) {
+            if protected.contains_dir(&id) {
                 return Err(protected_err(user));
             }
             if id == self.root_id {

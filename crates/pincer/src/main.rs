@@ -339,6 +339,9 @@ fn quiet_on_broken_pipe() {
 }
 
 fn main() -> ExitCode {
+    // `pincer __sandbox`: the shell tool's sandbox helper re-executes
+    // pincer; it must run before clap, threads or the async runtime exist.
+    pincer_sandbox::run_helper_if_requested();
     quiet_on_broken_pipe();
     let cli = Cli::parse();
     match run(cli) {

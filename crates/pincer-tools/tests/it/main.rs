@@ -6,5 +6,6 @@ mod files;
 #[cfg(feature = "hw")]
 mod hw;
 mod protected;
+mod sandbox;
 mod shell;
 mod support;

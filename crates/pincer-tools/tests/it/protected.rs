@@ -166,3 +166,86 @@ async fn a_hard_link_to_a_protected_file_is_denied() {
         );
     }
 }
+
+/// A hard link placed in the workspace to a file *inside* a protected
+/// directory (the audit trail, a session, a memory page) is that file:
+/// refused by every file tool, whatever its name. Files that merely have
+/// several links (both inside the workspace, or to an unprotected file) are
+/// not affected.
+#[tokio::test]
+async fn a_hard_link_to_a_file_inside_a_protected_directory_is_denied() {
+    for mode in MODES {
+        let fx = Fx::with(
+            mode,
+            ToolLimits::default(),
+            vec!["state/audit", "state/sessions", "state/memory"],
+            |base| {
+                for (rel, text) in [
+                    ("state/audit/trail.jsonl", "TRAIL-LINE"),
+                    ("state/sessions/main.jsonl", "SESSION-LINE"),
+                    ("state/memory/pages/garden.md", "MEMORY-PAGE"),
+                ] {
+                    let p = base.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(p, text).unwrap();
+                }
+                std::fs::write(base.join("plain.txt"), "PLAIN").unwrap();
+            },
+        );
+        for (target, name) in [
+            ("state/audit/trail.jsonl", "notes.txt"),
+            ("state/sessions/main.jsonl", "deep/er/s.jsonl"),
+            ("state/memory/pages/garden.md", "page.md"),
+        ] {
+            let link = fx.root.join(name);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            std::fs::hard_link(fx.base.join(target), &link).unwrap();
+            fx.refused("file_read", json!({"path": name}), "protected")
+                .await;
+            fx.refused(
+                "file_edit",
+                json!({"path": name, "old": "LINE", "new": "x"}),
+                "protected",
+            )
+            .await;
+            fx.refused(
+                "file_write",
+                json!({"path": name, "content": "overwritten"}),
+                "protected",
+            )
+            .await;
+        }
+        let l = fx.ok("file_list", json!({"recursive": true})).await;
+        assert!(
+            l.contains("file     notes.txt (protected: not listed)"),
+            "{l}"
+        );
+        assert!(
+            l.contains("file     page.md (protected: not listed)"),
+            "{l}"
+        );
+        assert!(l.contains("deep/er/s.jsonl (protected: not listed)"), "{l}");
+        for (rel, text) in [
+            ("state/audit/trail.jsonl", "TRAIL-LINE"),
+            ("state/sessions/main.jsonl", "SESSION-LINE"),
+            ("state/memory/pages/garden.md", "MEMORY-PAGE"),
+        ] {
+            assert_eq!(std::fs::read_to_string(fx.base.join(rel)).unwrap(), text);
+        }
+
+        // Several links, none of them pincer's state: readable.
+        std::fs::hard_link(fx.base.join("plain.txt"), fx.root.join("plain.txt")).unwrap();
+        fx.write("a.txt", "TWICE");
+        std::fs::hard_link(fx.root.join("a.txt"), fx.root.join("b.txt")).unwrap();
+        assert!(
+            fx.ok("file_read", json!({"path": "plain.txt"}))
+                .await
+                .contains("PLAIN")
+        );
+        assert!(
+            fx.ok("file_read", json!({"path": "b.txt"}))
+                .await
+                .contains("TWICE")
+        );
+    }
+}

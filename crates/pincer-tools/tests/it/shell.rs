@@ -1,7 +1,7 @@
 //! The shell tool: forms, exit reporting, timeout and process-group kill,
 //! output cap, cleared environment, cwd.
 
-use crate::support::Fx;
+use crate::support::{FifoWatch, Fx};
 use pincer_core::tool::ToolError;
 use pincer_tools::{ResolutionMode, ToolLimits};
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -85,16 +85,35 @@ async fn a_program_that_cannot_start_is_refused_to_the_model() {
 }
 
 #[tokio::test]
-async fn timeout_kills_the_whole_process_group() {
+async fn timeout_kills_the_whole_sandbox() {
     let fx = fx();
+    let watch = FifoWatch::new(&fx.root.join("w.fifo"));
     let out = fx
         .ok(
             "shell",
-            json!({"command": "echo started; sleep 300 & echo $! > gc.pid; wait", "timeout_secs": 2}),
+            json!({"command": "echo started; setsid sh -c 'echo alive; exec sleep 300' > w.fifo & wait", "timeout_secs": 2}),
         )
         .await;
-    assert!(out.starts_with("timed out after 2s"), "{out}");
+    assert!(
+        out.starts_with("timed out after 2s: the whole sandbox"),
+        "{out}"
+    );
     assert!(out.contains("started"), "{out}");
+    assert!(watch.wait_dead(), "a process survived the timeout: {out}");
+}
+
+#[tokio::test]
+async fn unsandboxed_timeout_kills_the_whole_process_group() {
+    let fx = fx();
+    let out = crate::support::call_through(
+        &fx.gate,
+        fx.unsandboxed_shell(),
+        json!({"command": "echo started; sleep 300 & echo $! > gc.pid; wait", "timeout_secs": 2}),
+    )
+    .await
+    .unwrap();
+    assert!(out.starts_with("timed out after 2s"), "{out}");
+    assert!(out.contains("WITHOUT the OS sandbox"), "{out}");
     let grandchild = pid_in(&fx, "gc.pid");
     assert!(
         exits(grandchild),
@@ -105,45 +124,54 @@ async fn timeout_kills_the_whole_process_group() {
 #[tokio::test]
 async fn background_processes_left_behind_are_killed_when_the_command_exits() {
     let fx = fx();
+    let watch = FifoWatch::new(&fx.root.join("w.fifo"));
     let out = fx
         .ok(
             "shell",
-            json!({"command": "sleep 300 & echo $! > bg.pid; echo done"}),
+            json!({"command": "mkfifo ready; setsid sh -c 'echo alive; echo > ready; exec sleep 300' > w.fifo & read x < ready; echo done"}),
         )
         .await;
     assert!(out.starts_with("exit status: 0\n"), "{out}");
     assert!(out.contains("left processes running"), "{out}");
     assert!(out.ends_with("done\n"), "{out}");
+    assert!(watch.wait_dead(), "the background process survived: {out}");
+}
+
+#[tokio::test]
+async fn unsandboxed_background_processes_are_killed_with_the_process_group() {
+    let fx = fx();
+    let out = crate::support::call_through(
+        &fx.gate,
+        fx.unsandboxed_shell(),
+        json!({"command": "sleep 300 & echo $! > bg.pid; echo done"}),
+    )
+    .await
+    .unwrap();
+    assert!(out.starts_with("exit status: 0\n"), "{out}");
+    assert!(out.contains("left processes running"), "{out}");
     let bg = pid_in(&fx, "bg.pid");
     assert!(exits(bg), "background process {bg} survived");
 }
 
 #[tokio::test]
-async fn dropping_the_call_kills_the_process_group() {
+async fn dropping_the_call_kills_the_sandbox() {
     let fx = fx();
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        fx.root.join("sync"),
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    let watch = FifoWatch::new(&fx.root.join("w.fifo"));
     let tool = fx.tool("shell").clone();
     let gate = fx.gate.clone();
     let task = tokio::spawn(async move {
-        let args = json!({"command": "sleep 300 & echo $! > sync; wait"});
+        let args = json!({"command": "setsid sh -c 'echo alive; exec sleep 300' > w.fifo & wait"});
         crate::support::call_through(&gate, tool, args).await
     });
-    // Opening the FIFO blocks until the command opens it to write the pid.
-    let fifo = fx.root.join("sync");
-    let pid = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
-        .await
-        .unwrap();
-    let pid: i32 = pid.trim().parse().unwrap();
+    let alive = tokio::task::spawn_blocking(move || (watch.wait_alive(), watch));
+    let (is_alive, watch) = alive.await.unwrap();
+    assert!(is_alive, "the command never started");
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    assert!(exits(pid), "grandchild {pid} survived the dropped call");
+    let dead = tokio::task::spawn_blocking(move || watch.wait_dead())
+        .await
+        .unwrap();
+    assert!(dead, "a process survived the dropped call");
 }
 
 #[tokio::test]
@@ -186,7 +214,9 @@ async fn the_environment_is_cleared_to_the_allowlist() {
         "{out}"
     );
     assert_eq!(env["PINCER_AGENT"], "agent-7");
-    assert_eq!(env["HOME"], fx.root.to_str().unwrap());
+    // A private, empty HOME: not the workspace (a planted .gitconfig there
+    // must not configure git).
+    assert_eq!(env["HOME"], pincer_sandbox::DEFAULT_HOME);
     assert_eq!(env["TERM"], "dumb");
     assert_eq!(env["PATH"], pincer_tools::shell::DEFAULT_PATH);
 }
@@ -246,11 +276,14 @@ async fn malformed_shell_arguments_are_refused_naming_them() {
 }
 
 #[test]
-fn the_description_warns_about_the_missing_sandbox() {
+fn the_description_says_how_commands_are_isolated() {
     let fx = fx();
     let d = fx.tool("shell").description().to_string();
-    assert!(d.contains("WITHOUT an OS sandbox"), "{d}");
+    assert!(d.contains("It runs in an OS sandbox"), "{d}");
+    assert!(d.contains("the network is off"), "{d}");
     assert!(d.contains("approval"), "{d}");
+    let d = fx.unsandboxed_shell().description().to_string();
+    assert!(d.contains("WITHOUT an OS sandbox"), "{d}");
 }
 
 #[tokio::test]

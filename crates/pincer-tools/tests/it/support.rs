@@ -7,7 +7,9 @@ use pincer_core::audit::Audit;
 use pincer_core::gate::{CallOutcome, Gate, GatePolicy};
 use pincer_core::policy::Autonomy;
 use pincer_core::tool::{Tool, ToolError};
-use pincer_tools::{ResolutionMode, ToolLimits, Workspace, kernel_tools};
+use pincer_tools::{
+    ResolutionMode, ShellEnv, ShellSandbox, ShellTool, ToolLimits, Workspace, kernel_tools,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,7 +61,17 @@ impl Fx {
         let protected = protected.into_iter().map(|p| base.join(p)).collect();
         let ws = Arc::new(Workspace::open_with_mode(&root, protected, mode).unwrap());
         assert_eq!(ws.resolution_mode(), mode);
-        let tools = kernel_tools(ws.clone(), &limits, "agent-7");
+        let mut tools = kernel_tools(ws.clone(), &limits, "agent-7");
+        // The shell runs in the sandbox, with this package's helper binary
+        // standing in for pincer (which is its own helper).
+        for t in &mut tools {
+            if t.name() == "shell" {
+                *t = Arc::new(
+                    ShellTool::new(ws.clone(), &limits, "agent-7", ShellEnv::default())
+                        .with_sandbox(test_sandbox()),
+                );
+            }
+        }
         let audit = Arc::new(Audit::open(&base.join("audit")).unwrap());
         let policy = GatePolicy {
             autonomy: Autonomy::Full,
@@ -81,6 +93,19 @@ impl Fx {
             tools,
             gate: Arc::new(gate),
         }
+    }
+
+    /// The shell tool with the explicit opt-out of the sandbox.
+    pub fn unsandboxed_shell(&self) -> Arc<dyn Tool> {
+        Arc::new(
+            ShellTool::new(
+                self.ws.clone(),
+                &ToolLimits::default(),
+                "agent-7",
+                ShellEnv::default(),
+            )
+            .unsandboxed(),
+        )
     }
 
     pub fn tool(&self, name: &str) -> &Arc<dyn Tool> {
@@ -163,6 +188,31 @@ impl Fx {
     }
 }
 
+/// The sandbox settings of the tests: the default, with the helper binary
+/// built for this package's tests.
+pub fn test_sandbox() -> ShellSandbox {
+    ShellSandbox {
+        sandbox: pincer_sandbox::Sandbox::new(env!("CARGO_BIN_EXE_pincer-tools-sandbox-helper")),
+        ..ShellSandbox::default()
+    }
+}
+
+/// A gate at autonomy `full` over a fresh audit trail in `dir`.
+pub fn full_gate(dir: &std::path::Path) -> Arc<Gate> {
+    let audit = Arc::new(Audit::open(dir).unwrap());
+    let policy = GatePolicy {
+        autonomy: Autonomy::Full,
+        approval_timeout: std::time::Duration::from_secs(1),
+        deny_tools: vec![],
+    };
+    Arc::new(Gate::new(
+        policy,
+        "agent:test",
+        audit,
+        Arc::new(DenyAll("test".into())),
+    ))
+}
+
 /// Runs one call through `gate` (the only way a tool runs); a refusal comes
 /// back as the text the model would see.
 pub async fn call_through(
@@ -175,5 +225,70 @@ pub async fn call_through(
         Ok(CallOutcome::Ran(result)) => result,
         Ok(CallOutcome::Refused { text, .. }) => Err(ToolError::RespondToModel(text)),
         Err(e) => panic!("the gate failed: {e}"),
+    }
+}
+
+/// A FIFO in the workspace that a command's background process holds open
+/// for writing: the test learns from it that the process started (it
+/// writes `alive`) and that it died (every writer gone), without pids —
+/// a sandboxed command's pids are those of its own namespace.
+pub struct FifoWatch {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl FifoWatch {
+    pub fn new(path: &std::path::Path) -> FifoWatch {
+        use rustix::fs::{CWD, FileType, Mode, OFlags};
+        rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o666), 0).unwrap();
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        FifoWatch { fd }
+    }
+
+    /// Reads until `alive` was seen (true) or, with `until_eof`, until every
+    /// writer is gone (true); false at the deadline.
+    fn read(&self, until_eof: bool, within: std::time::Duration) -> bool {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let deadline = std::time::Instant::now() + within;
+        let mut got = Vec::new();
+        loop {
+            if !until_eof && String::from_utf8_lossy(&got).contains("alive") {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let ts = Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap(),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+            match rustix::event::poll(&mut fds, Some(&ts)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(e) => panic!("poll: {e}"),
+            }
+            let mut buf = [0u8; 256];
+            match rustix::io::read(&self.fd, &mut buf) {
+                Ok(0) => return until_eof,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    pub fn wait_alive(&self) -> bool {
+        self.read(false, std::time::Duration::from_secs(20))
+    }
+
+    /// True once every process holding the FIFO is dead (20 s at most).
+    pub fn wait_dead(&self) -> bool {
+        self.read(true, std::time::Duration::from_secs(20))
     }
 }

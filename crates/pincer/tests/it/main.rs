@@ -8,6 +8,7 @@ mod hw;
 mod membench;
 mod memory;
 mod policy;
+mod sandbox;
 mod session;
 mod tidy;
 mod tty;
