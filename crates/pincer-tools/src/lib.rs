@@ -23,7 +23,8 @@ pub mod workspace;
 
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
 pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
-pub use shell::{ShellEnv, ShellTool};
+pub use pincer_shell::Shell as ShellDialect;
+pub use shell::{ShellEnv, ShellProgram, ShellProgramError, ShellTool};
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 
 use pincer_core::tool::Tool;

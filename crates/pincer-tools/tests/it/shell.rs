@@ -2,8 +2,9 @@
 //! output cap, cleared environment, cwd.
 
 use crate::support::Fx;
-use pincer_core::tool::ToolError;
-use pincer_tools::{ResolutionMode, ToolLimits};
+use crate::support::call_through;
+use pincer_core::tool::{Risk, Tool, ToolError};
+use pincer_tools::{ResolutionMode, ShellDialect, ShellEnv, ShellProgram, ShellTool, ToolLimits};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, PidfdFlags};
 use serde_json::json;
@@ -284,4 +285,91 @@ async fn a_command_naming_pincer_state_is_denied_at_every_level() {
         assert!(err.to_string().contains("deny list"), "{err}");
     }
     assert!(shell.assess(&json!({"command": "ls -la"})).denied.is_none());
+}
+
+/// The shell tool running `program`, called through the fixture's gate.
+fn shell_with(fx: &Fx, program: ShellProgram) -> std::sync::Arc<dyn Tool> {
+    std::sync::Arc::new(
+        ShellTool::new(
+            fx.ws.clone(),
+            &ToolLimits::default(),
+            "agent-7",
+            ShellEnv::default(),
+        )
+        .with_shell(program),
+    )
+}
+
+#[tokio::test]
+async fn commands_run_with_dash_by_default_or_the_chosen_shell() {
+    let fx = fx();
+    // `$'a'` is ANSI-C quoting to bash, a `$` and a quoted `a` to dash.
+    let out = fx.ok("shell", json!({"command": "echo $'a'"})).await;
+    assert!(out.ends_with("\n$a\n"), "{out}");
+    let a = fx.tool("shell").assess(&json!({"command": "ls"}));
+    assert_eq!(a.detail.unwrap()["shell"], "dash");
+
+    let bash = shell_with(&fx, ShellProgram::bash());
+    let out = call_through(&fx.gate, bash.clone(), json!({"command": "echo $'a'"}))
+        .await
+        .unwrap();
+    assert!(out.ends_with("\na\n"), "{out}");
+    assert_eq!(
+        bash.assess(&json!({"command": "ls"})).detail.unwrap()["shell"],
+        "bash"
+    );
+    // Bash reads no startup file: a `.bashrc` in the workspace (HOME) is
+    // not run.
+    fx.write(".bashrc", "echo FROM-BASHRC\n");
+    let out = call_through(&fx.gate, bash, json!({"command": "echo ran"}))
+        .await
+        .unwrap();
+    assert!(!out.contains("FROM-BASHRC"), "{out}");
+
+    assert!(ShellProgram::new("bin/dash", ShellDialect::Dash).is_err());
+}
+
+/// Each command is classified for the shell that runs it, then run by it.
+/// Whenever the real shell wrote the file, the classification was not low:
+/// the classifier reads the command the way that shell does.
+#[tokio::test]
+async fn a_command_that_writes_is_never_low_for_the_shell_that_runs_it() {
+    // (command, writes under dash, writes under bash)
+    let cases = [
+        // dash has no `$'…'`: the `touch` in the middle runs.
+        (r"echo $'\'; touch pwned; echo '\'", true, false),
+        // dash has no `[[`: `> pwned` is a redirection.
+        ("[[ x > pwned ]]", true, false),
+        // bash reads `((…))` and `$[…]` as arithmetic, so the next line
+        // runs; dash reads `<<2` as a here-document that swallows it.
+        ("((1<<2))\ntouch pwned", false, true),
+        ("echo $[1<<2]\ntouch pwned", false, true),
+        ("((1<<2 + ')' ))\ntouch pwned", false, true),
+        // Both: `&>` is a redirection to bash, `&` then `>` to dash.
+        ("echo hi &> pwned; wait", true, true),
+    ];
+    for (command, dash_writes, bash_writes) in cases {
+        for (program, writes) in [
+            (ShellProgram::dash(), dash_writes),
+            (ShellProgram::bash(), bash_writes),
+        ] {
+            let fx = fx();
+            let tool = shell_with(&fx, program.clone());
+            let a = tool.assess(&json!({ "command": command }));
+            call_through(&fx.gate, tool, json!({ "command": command }))
+                .await
+                .unwrap();
+            let wrote = fx.root.join("pwned").exists();
+            assert_eq!(wrote, writes, "{command:?} under {}", program.dialect());
+            if wrote {
+                assert!(
+                    a.risk >= Risk::Medium,
+                    "{command:?} wrote a file under {} but was classified {:?}: {}",
+                    program.dialect(),
+                    a.risk,
+                    a.why
+                );
+            }
+        }
+    }
 }
