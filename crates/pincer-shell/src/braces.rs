@@ -102,3 +102,30 @@ fn brace_alternatives(s: &str, out: &mut Vec<String>, budget: &mut Budget, depth
     out.push(s.to_string());
     true
 }
+
+/// A bash brace sequence in an unquoted word: `{1..9}`, `{a..z..2}`.
+pub(crate) fn has_sequence(w: &Word) -> bool {
+    if w.quoted || !w.lit.contains("..") {
+        return false;
+    }
+    let mut rest = w.lit.as_str();
+    while let Some(open) = rest.find('{') {
+        tick(1);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(['}', '{']) else {
+            return false;
+        };
+        let inner = &after[..close];
+        let parts: Vec<&str> = inner.split("..").collect();
+        let ok = |p: &str| {
+            let d = p.strip_prefix('-').unwrap_or(p);
+            (!d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                || (p.chars().count() == 1 && p.chars().all(|c| c.is_ascii_alphabetic()))
+        };
+        if (parts.len() == 2 || parts.len() == 3) && parts.iter().all(|p| ok(p)) {
+            return true;
+        }
+        rest = &after[close..];
+    }
+    false
+}

@@ -65,6 +65,18 @@ const HARDWARE_PROGRAMS: &[&str] = &[
     "picocom",
     "stty",
     "setserial",
+    "vcgencmd",
+    "gpio",
+    "lsusb",
+    "lspci",
+    "usbreset",
+    "uhubctl",
+    "evtest",
+    "arecord",
+    "aplay",
+    "cec-ctl",
+    "dtoverlay",
+    "dtparam",
 ];
 
 /// A risk and the reason for it.
@@ -376,6 +388,17 @@ impl Classifier<'_> {
         for r in &c.redirs {
             self.redirect(&text, r, ctx, &mut v);
         }
+        if ctx.shell == Shell::Bash
+            && let Some(w) = c.words.iter().find(|w| crate::braces::has_sequence(w))
+        {
+            v.raise(
+                Risk::Medium,
+                format!(
+                    "`{}` is a brace sequence, which can make more words than memory holds",
+                    w.lit
+                ),
+            );
+        }
         let words = if ctx.shell == Shell::Bash {
             match crate::braces::expand_braces(&c.words) {
                 Ok(words) => words,
@@ -679,6 +702,9 @@ impl Classifier<'_> {
                 _ => args,
             };
             self.path_words(own, rule.paths, rule.not_path, ctx, &mut v);
+            if rule.recursive {
+                self.recursive_reads(own, rule.not_path, ctx, &mut v);
+            }
             match rule.then {
                 Then::Done => {
                     self.part(text, &name, v);
@@ -810,6 +836,28 @@ impl Classifier<'_> {
                         return;
                     }
                 }
+            }
+        }
+    }
+
+    /// A program that reads every file below its operands (the working
+    /// directory without one) reads hardware from `/` or `/sys`.
+    fn recursive_reads(&mut self, args: &[Word], skip: Option<usize>, ctx: &Ctx, v: &mut Verdict) {
+        let dot = Word::plain(".");
+        let mut ops: Vec<&Word> = args
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| Some(*i) != skip && !(w.lit.starts_with('-') && w.lit.len() > 1))
+            .map(|(_, w)| w)
+            .collect();
+        if ops.is_empty() {
+            ops.push(&dot);
+        }
+        for w in ops {
+            let locs = self.locations(w, ctx);
+            if let Some(what) = paths::hardware_below(&w.lit, &locs) {
+                self.touches(what, v);
+                return;
             }
         }
     }
@@ -1122,7 +1170,8 @@ fn slice(chars: &[char], start: usize, end: usize) -> &[char] {
 }
 
 /// Source text for a verdict: trimmed, control characters escaped, cut to
-/// [`MAX_TEXT`] characters. Reads only what it shows.
+/// [`MAX_TEXT`] characters of output. Reads only what it shows (and the
+/// blanks at both ends).
 pub(crate) fn display(chars: &[char]) -> String {
     let start = chars
         .iter()
@@ -1133,18 +1182,22 @@ pub(crate) fn display(chars: &[char]) -> String {
         .rposition(|c| !c.is_whitespace())
         .map_or(start, |e| e + 1);
     let mut out = String::new();
-    for (n, &c) in chars[start..end.max(start)].iter().enumerate() {
-        if n >= MAX_TEXT {
+    let mut shown = 0;
+    for &c in &chars[start..end.max(start)] {
+        let piece = match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        };
+        let n = piece.chars().count();
+        if shown + n > MAX_TEXT {
             out.push('…');
             break;
         }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
-            c => out.push(c),
-        }
+        shown += n;
+        out.push_str(&piece);
     }
     out
 }

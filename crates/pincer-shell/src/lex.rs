@@ -692,7 +692,8 @@ impl<'s> Lexer<'s> {
             self.i += 1;
         }
         match self.at(0) {
-            None => return Err(format!("redirection `{op}` has no target")),
+            // A `#` starting a word starts a comment.
+            None | Some('#') => return Err(format!("redirection `{op}` has no target")),
             Some(c)
                 if is_meta(c) && !(bash && matches!(c, '<' | '>') && self.at(1) == Some('(')) =>
             {
@@ -709,6 +710,15 @@ impl<'s> Lexer<'s> {
         }
         self.word_into(&mut target)?;
         target.end = self.i;
+        // Digits right before `<` or `>` are the next redirection's
+        // descriptor, so this one has no target (bash still reads `>&2<x`).
+        let digits = !target.quoted
+            && !target.dynamic
+            && !target.lit.is_empty()
+            && target.lit.chars().all(|c| c.is_ascii_digit());
+        if digits && matches!(self.at(0), Some('<' | '>')) && !(bash && kind == RedirKind::Dup) {
+            return Err(format!("redirection `{op}` has no target"));
+        }
         let kind = match kind {
             RedirKind::Dup if !is_fd_dup(&target) => {
                 if op == ">&" {

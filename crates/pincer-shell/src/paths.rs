@@ -456,6 +456,35 @@ pub(crate) fn hardware(shown: &str, locs: &[Loc]) -> Option<String> {
     None
 }
 
+/// `Some(what)` when reading everything below one of `locs` reads
+/// hardware: it is `/`, `/sys`, `/sys/bus`… (above a sysfs device tree),
+/// or may be.
+pub(crate) fn hardware_below(shown: &str, locs: &[Loc]) -> Option<String> {
+    for loc in locs {
+        let c = match loc {
+            Loc::Abs(c) | Loc::Outside(c) => c,
+            Loc::Unknown => return Some(format!("`{shown}`, a directory it cannot resolve")),
+            Loc::Ws(_) => continue,
+        };
+        let above = match c.as_slice() {
+            [] => true,
+            [top] => may_be(top, "sys") || may_be(top, "dev"),
+            [top, second] => {
+                may_be(top, "sys")
+                    && (HARDWARE_SYS.iter().any(|t| may_be(second, t)) || may_be(second, "kernel"))
+            }
+            _ => false,
+        };
+        if above {
+            return Some(format!(
+                "everything below `/{}`, hardware included",
+                c.join("/")
+            ));
+        }
+    }
+    None
+}
+
 /// What writing a file does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {

@@ -24,7 +24,7 @@ use opts::{
 mod builtins;
 mod git;
 pub(crate) mod opts;
-mod readonly;
+pub(crate) mod readonly;
 mod tools;
 mod wrappers;
 
@@ -89,6 +89,9 @@ pub(crate) struct Rule<'w> {
     /// An argument (by index) that is a pattern or program text, not a
     /// path.
     pub not_path: Option<usize>,
+    /// It reads every file below its operands (`grep -r`, `rg`), so an
+    /// operand above a hardware tree (`/sys`, `/`) reads hardware.
+    pub recursive: bool,
 }
 
 impl<'w> Rule<'w> {
@@ -101,6 +104,7 @@ impl<'w> Rule<'w> {
             effects: Vec::new(),
             paths: Paths::Opened,
             not_path: None,
+            recursive: false,
         }
     }
 
@@ -332,7 +336,7 @@ const SYSTEM: &[&str] = &[
     "gdbus",
 ];
 
-const DESTRUCTIVE: &[&str] = &["rmdir", "shred", "unlink", "pkill", "killall"];
+const DESTRUCTIVE: &[&str] = &["rmdir", "unlink", "pkill", "killall"];
 
 const WRITERS: &[&str] = &[
     "cp", "mv", "ln", "install", "mkdir", "touch", "truncate", "patch", "mktemp", "split",
@@ -507,12 +511,30 @@ pub(crate) fn rule<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
             }
         }
         "flock" => flock(args),
-        "busybox" | "toybox" => {
-            Rule::low(format!("`{name}` runs the applet it is given")).then(Then::Run(args))
-        }
+        "busybox" | "toybox" => match args.first().map(|w| w.lit.as_str()) {
+            Some(a) if SHELLS.contains(&a) => Rule::high(format!(
+                "`{name} {a}` is a shell whose syntax this classifier does not model"
+            )),
+            // Its applets are not the GNU programs the tables describe.
+            _ => Rule::medium(format!(
+                "`{name}` runs its own version of the applet, whose options are not modelled"
+            ))
+            .then(Then::Run(args)),
+        },
         n if SHELLS.contains(&n) => shell(n, args, cx.stdin),
         n if PAGERS.contains(&n) => pager(n, args),
         n if WRITERS.contains(&n) => writer(n, args),
+        "shred" => {
+            let mut r = Rule::high("`shred` overwrites and deletes files");
+            for t in operands(
+                args,
+                "nsu",
+                &["iterations", "size", "random-source", "remove"],
+            ) {
+                r = r.writes(t);
+            }
+            r
+        }
         n if DESTRUCTIVE.contains(&n) => {
             Rule::high(format!("`{n}` deletes files or stops processes"))
         }

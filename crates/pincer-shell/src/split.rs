@@ -107,6 +107,7 @@ pub(crate) fn split(toks: &[Tok], shell: Shell) -> Result<Vec<Item>, String> {
         need_cmd: None,
         cmd_ended: false,
         arith_for: false,
+        seen: false,
     }
     .run(toks)
 }
@@ -135,6 +136,9 @@ struct Splitter {
     cmd_ended: bool,
     /// `for (( … ))` was read; `do` must follow.
     arith_for: bool,
+    /// A command was seen since the last keyword or group that needs one
+    /// (`then`, `do`, `{`, `(`…): the shells refuse an empty list there.
+    seen: bool,
 }
 
 impl Splitter {
@@ -202,6 +206,7 @@ impl Splitter {
                     });
                     self.need_cmd = None;
                     self.cmd_ended = true;
+                    self.seen = true;
                 }
                 TokKind::Op(op) => self.op(*op, tok.end)?,
             }
@@ -253,6 +258,7 @@ impl Splitter {
             }
             self.items.push(Item::Cmd(c));
             self.cmd_ended = true;
+            self.seen = true;
         }
     }
 
@@ -289,12 +295,16 @@ impl Splitter {
             }
         }
         self.cmd_ended = false;
+        self.seen = false;
     }
 
     fn close(&mut self, what: Open, word: &str, end: usize) -> Result<(), String> {
         self.finish();
         if self.stack.last() != Some(&what) {
             return Err(format!("unbalanced `{word}`"));
+        }
+        if !self.seen && what != Open::Case {
+            return Err(format!("`{word}` closes an empty command list"));
         }
         self.stack.pop();
         match what {
@@ -321,7 +331,17 @@ impl Splitter {
             }
         }
         self.cmd_ended = true;
+        self.seen = true;
         Ok(())
+    }
+
+    /// Refuses a keyword that needs a command list before it.
+    fn after_list(&self, word: &str) -> Result<(), String> {
+        if self.seen {
+            Ok(())
+        } else {
+            Err(format!("`{word}` with no command before it"))
+        }
     }
 
     /// Handles a reserved word at command start; returns the next token
@@ -341,14 +361,19 @@ impl Splitter {
             "}" => self.close(Open::Brace, "}", end)?,
             "if" => self.open(Open::If),
             "fi" => self.close(Open::If, "fi", end)?,
-            "do" => self.open(Open::Do),
+            "do" => {
+                self.after_list("do")?;
+                self.open(Open::Do);
+            }
             "done" => self.close(Open::Do, "done", end)?,
             "then" | "else" | "elif" => {
                 if self.if_depth == 0 {
                     return Err(format!("`{}` outside `if`", w.lit));
                 }
+                self.after_list(&w.lit)?;
+                self.seen = false;
             }
-            "!" | "while" | "until" => {}
+            "!" | "while" | "until" => self.seen = false,
             "case" => return self.case(toks, i).map(Some),
             "esac" => {
                 if self.cases.last() != Some(&CaseState::Body) {
@@ -396,6 +421,7 @@ impl Splitter {
                     end: toks[i + 1].end,
                 });
                 self.arith_for = true;
+                self.seen = true;
                 let mut j = i + 2;
                 if matches!(
                     toks.get(j).map(|t| &t.kind),
@@ -445,6 +471,7 @@ impl Splitter {
             start,
             end,
         });
+        self.seen = true;
         Ok(j)
     }
 
@@ -568,6 +595,9 @@ impl Splitter {
             Op::Semi | Op::Amp => {
                 if let Some(prev) = self.need_cmd {
                     return Err(format!("`{}` right after `{prev}`", op.as_str()));
+                }
+                if self.cur.is_none() && !self.cmd_ended {
+                    return Err(format!("`{}` without a command before it", op.as_str()));
                 }
                 self.finish();
                 self.after_pipe = false;

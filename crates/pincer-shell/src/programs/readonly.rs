@@ -13,13 +13,15 @@ use super::opts::{Paths, Spec, parse};
 use super::{Rule, RuleCx};
 use crate::lex::Word;
 
+// Not `-D`/`--devices`: `-D read` with `-r` reads the device nodes it
+// meets, which `grep -r` skips by default.
 const GREP: Spec = Spec::new(
     "EFGPiywxzsvVbnHhoqaIrRLlcTZU",
-    "efmdDABC",
+    "efmdABC",
     "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case \
      no-ignore-case word-regexp line-regexp null-data no-messages invert-match version help \
      max-count= byte-offset line-number no-line-number line-buffered with-filename no-filename \
-     label= only-matching quiet silent binary-files= text directories= devices= recursive \
+     label= only-matching quiet silent binary-files= text directories= recursive \
      dereference-recursive include= exclude= exclude-from= exclude-dir= files-without-match \
      files-with-matches count initial-tab null before-context= after-context= context= \
      group-separator= no-group-separator color[=] colour[=] binary",
@@ -34,7 +36,7 @@ const SUMS: Spec = Spec::new(
 );
 
 /// The table: name and spec. `--help` and `--version` are everywhere.
-const SPECS: &[(&str, Spec)] = &[
+pub(crate) const SPECS: &[(&str, Spec)] = &[
     (
         "ls",
         Spec::new(
@@ -387,6 +389,47 @@ const SPECS: &[(&str, Spec)] = &[
         "sleep",
         Spec::new("", "", "help version").paths(Paths::Text),
     ),
+    (
+        "base64",
+        Spec::new("diz", "w", "decode ignore-garbage wrap= zero help version"),
+    ),
+    (
+        "base32",
+        Spec::new("diz", "w", "decode ignore-garbage wrap= zero help version"),
+    ),
+    (
+        "basenc",
+        Spec::new(
+            "diz",
+            "w",
+            "base64 base64url base32 base32hex base16 base2msbf base2lsbf z85 decode \
+             ignore-garbage wrap= zero help version",
+        ),
+    ),
+    ("sum", Spec::new("rs", "", "sysv help version")),
+    (
+        "numfmt",
+        Spec::new(
+            "z",
+            "d",
+            "debug delimiter= field= format= from= from-unit= grouping header[=] invalid= \
+             padding= round= suffix= to= to-unit= unit-separator= zero-terminated help version",
+        ),
+    ),
+    ("expr", Spec::new("", "", "help version").paths(Paths::Text)),
+    (
+        "factor",
+        Spec::new("", "", "exponents help version").paths(Paths::Text),
+    ),
+    (
+        "groups",
+        Spec::new("", "", "help version").paths(Paths::Text),
+    ),
+    (
+        "logname",
+        Spec::new("", "", "help version").paths(Paths::Text),
+    ),
+    ("arch", Spec::new("", "", "help version").paths(Paths::Text)),
 ];
 
 /// `ps` reads its options three ways (`-ef`, `aux`, `--sort`) and has none
@@ -421,6 +464,19 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Option<Rule
     let given = p.has("e") || p.has("f") || p.has("regexp") || p.has("file") || p.has("from-file");
     if spec.pattern_first && !given {
         r.not_path = p.operands.first().copied();
+    }
+    // `grep -r` reads every file below its operands (`.` without one).
+    let recurse = args
+        .iter()
+        .any(|w| matches!(w.lit.as_str(), "recurse" | "--directories=recurse"));
+    if matches!(name, "grep" | "egrep" | "fgrep")
+        && (p.has("r")
+            || p.has("R")
+            || p.has("recursive")
+            || p.has("dereference-recursive")
+            || recurse)
+    {
+        r.recursive = true;
     }
     Some(r)
 }

@@ -950,5 +950,7 @@ fn rg<'w>(args: &[Word], cx: &RuleCx) -> Rule<'w> {
     if !p.has("e") && !p.has("regexp") {
         r.not_path = p.operands.first().copied();
     }
+    // rg searches every file below its operands (`.` without one).
+    r.recursive = true;
     r
 }

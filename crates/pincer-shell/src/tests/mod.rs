@@ -3,6 +3,7 @@ use crate::classify::MAX_TEXT;
 use proptest::prelude::*;
 
 mod linear;
+mod props;
 
 const CORPUS: &str = include_str!("../../tests/data/shell-corpus.tsv");
 
@@ -241,8 +242,19 @@ fn nesting_is_bounded() {
     // Deep substitutions fail closed, they do not overflow the stack.
     let deep = format!("{}ls{}", "$(".repeat(10_000), ")".repeat(10_000));
     assert_eq!(risk(&deep), Risk::High);
+    // Deep subshells are followed: `ls` in dash; to bash, `((…))` around
+    // them is arithmetic (outside the safe subset).
     let deep = format!("{}ls{}", "(".repeat(10_000), ")".repeat(10_000));
-    let _ = classify(&deep, Shell::Dash, &[]);
+    let a = classify(&deep, Shell::Dash, &[]);
+    assert_eq!(a.risk, Risk::Low, "{}", a.why);
+    assert_eq!(
+        a.parts
+            .iter()
+            .map(|p| p.program.as_str())
+            .collect::<Vec<_>>(),
+        ["ls"]
+    );
+    assert_eq!(classify(&deep, Shell::Bash, &[]).risk, Risk::Medium);
     let deep = format!("echo {}x{}", "${a:-".repeat(10_000), "}".repeat(10_000));
     assert_eq!(risk(&deep), Risk::High);
 }
@@ -280,6 +292,26 @@ fn pool() -> Vec<String> {
 
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The invariants every verdict keeps.
+fn consistent(s: &str, shell: Shell) -> Result<(), TestCaseError> {
+    let a = classify(s, shell, &[]);
+    let worst = a.parts.iter().map(|p| p.risk).max().unwrap_or(Risk::Low);
+    prop_assert_eq!(a.risk, worst, "{:?}", s);
+    prop_assert_eq!(a.shell, shell);
+    prop_assert!(!a.why.is_empty());
+    if a.denied.is_some() {
+        prop_assert_eq!(a.risk, Risk::High, "{:?}", s);
+    }
+    if a.hardware.is_some() {
+        prop_assert!(a.risk >= Risk::Medium, "{:?}", s);
+    }
+    for p in &a.parts {
+        prop_assert!(p.text.chars().count() <= MAX_TEXT + 1);
+        prop_assert!(!p.text.contains('\n'));
+    }
+    Ok(())
 }
 
 fn operator_soup() -> impl Strategy<Value = String> {
@@ -347,17 +379,22 @@ fn operator_soup() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
+    /// Any text, any shell: the verdict is one consistent answer (the
+    /// risk is the worst part's, a denial or a hardware mark is never
+    /// below its class, the shell is the one asked for, the reason is
+    /// there and shown cut).
     #[test]
-    fn never_panics_on_any_string(s in ".{0,200}") {
-        let a = classify(&s, Shell::Dash, &[]);
-        prop_assert_eq!(a.risk, a.parts.iter().map(|p| p.risk).max().unwrap_or(Risk::Low));
+    fn any_text_gets_a_consistent_verdict(s in ".{0,200}", shell in 0usize..2) {
+        consistent(&s, Shell::ALL[shell])?;
     }
 
     #[test]
-    fn never_panics_on_operator_soup(s in operator_soup()) {
-        let a = classify(&s, Shell::Dash, &["*x*".to_string()]);
-        if a.denied.is_some() {
-            prop_assert_eq!(a.risk, Risk::High);
+    fn operator_soup_gets_a_consistent_verdict(s in operator_soup(), shell in 0usize..2) {
+        consistent(&s, Shell::ALL[shell])?;
+        // A deny pattern that matches every program containing `x`.
+        let a = classify(&s, Shell::ALL[shell], &["*x*".to_string()]);
+        if a.parts.iter().any(|p| p.program.contains('x')) {
+            prop_assert!(a.denied.is_some(), "{:?}: {:?}", s, a);
         }
     }
 
@@ -365,13 +402,16 @@ proptest! {
     fn sequence_is_at_least_each_side(
         i in 0usize..10_000,
         j in 0usize..10_000,
+        shell in 0usize..2,
     ) {
         let pool = pool();
+        let shell = Shell::ALL[shell];
+        let risk = |c: &str| classify(c, shell, &[]).risk;
         let (a, b) = (&pool[i % pool.len()], &pool[j % pool.len()]);
         let both = risk(&format!("{a} ; {b}"));
         prop_assert!(
             both >= risk(a).max(risk(b)),
-            "{:?} ; {:?} gave {:?}", a, b, both
+            "{:?} ; {:?} gave {:?} ({})", a, b, both, shell
         );
     }
 
@@ -386,6 +426,18 @@ proptest! {
         // A line that starts with an operator has no command to wrap.
         prop_assume!(!cmd.trim_start().starts_with(['|', '&', ';']));
         let top = Shell::ALL[top];
+        // A program wrapper cannot wrap a compound command (`env for …` is
+        // a syntax error, not a loop).
+        let first = cmd.split_whitespace().next().unwrap_or("");
+        let compound = ["for", "while", "until", "if", "case", "select", "function", "{", "(", "!", "[[", "(("]
+            .iter()
+            .any(|k| first == *k || first.starts_with('('));
+        // Nor does it change the shell's own state: `env x=/` and `nice cd
+        // /` set nothing in the shell that runs the next command.
+        let state = first.contains('=')
+            || ["cd", "pushd", "read", "export", "set", "unset", "local", "readonly", "declare", "typeset"]
+                .contains(&first);
+        prop_assume!(!((compound || state) && !matches!(w, 4..=6)));
         // The wrapped command runs in the wrapper's shell: the top one, or
         // the one `bash -c`/`dash -c` name, or either for `sh -c`.
         let (wrapped, shells) = match w {
