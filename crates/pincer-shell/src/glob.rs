@@ -55,6 +55,84 @@ fn simple_match<T: Copy + PartialEq>(p: &[T], n: &[T], star: T, any: T) -> bool 
     p[pi..].iter().all(|c| *c == star)
 }
 
+/// Whether the shell pattern `pattern` (`*`, `?`, `[…]`, `\x`) matches
+/// the literal `name`. Allocation-free for ASCII, the common case; other
+/// text goes through [`intersects`].
+pub(crate) fn pattern_matches(pattern: &str, name: &str) -> bool {
+    if !(pattern.is_ascii() && name.is_ascii()) {
+        let mut escaped = String::with_capacity(name.len());
+        for c in name.chars() {
+            if matches!(c, '*' | '?' | '[' | '\\') {
+                escaped.push('\\');
+            }
+            escaped.push(c);
+        }
+        return intersects(pattern, &escaped);
+    }
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    let (mut pi, mut ni) = (0, 0);
+    let mut back: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        crate::work::tick(1);
+        if p.get(pi) == Some(&b'*') {
+            back = Some((pi, ni));
+            pi += 1;
+            continue;
+        }
+        if let Some((ok, len)) = one_byte(p, pi, n[ni])
+            && ok
+        {
+            pi += len;
+            ni += 1;
+            continue;
+        }
+        match back {
+            Some((sp, sn)) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                back = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    while p.get(pi) == Some(&b'*') {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Whether the pattern element at `p[i]` takes byte `c`, and its length.
+fn one_byte(p: &[u8], i: usize, c: u8) -> Option<(bool, usize)> {
+    match *p.get(i)? {
+        b'?' => Some((c != b'/', 1)),
+        b'\\' => Some((p.get(i + 1) == Some(&c), 2)),
+        b'[' => {
+            let mut j = i + 1;
+            let negated = matches!(p.get(j), Some(b'!' | b'^'));
+            if negated {
+                j += 1;
+            }
+            let mut hit = false;
+            let mut first = true;
+            loop {
+                let x = *p.get(j)?;
+                if x == b']' && !first {
+                    return Some((hit != negated && c != b'/', j + 1 - i));
+                }
+                first = false;
+                if p.get(j + 1) == Some(&b'-') && p.get(j + 2).is_some_and(|e| *e != b']') {
+                    hit |= (x..=p[j + 2]).contains(&c);
+                    j += 3;
+                } else {
+                    hit |= x == c;
+                    j += 1;
+                }
+            }
+        }
+        x => Some((x == c, 1)),
+    }
+}
+
 /// One element of a shell pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Atom {
@@ -244,6 +322,26 @@ mod tests {
         assert!(glob_match("mkfs*", "mkfs.ext4"));
         assert!(glob_match("?url", "curl"));
         assert!(!glob_match("mkfs*", "mke2fs"));
+    }
+
+    #[test]
+    fn pattern_matching() {
+        for (p, n, m) in [
+            ("sd*", "sda1", true),
+            ("sd*", "sd", true),
+            ("[0-9]*", "123", true),
+            ("[0-9]*", "self", false),
+            ("tty?*", "tty", false),
+            ("tty?*", "ttyS0", true),
+            ("i2c*", "i2c-1", true),
+            ("[!a]x", "bx", true),
+            ("[!a]x", "ax", false),
+            ("\\*", "*", true),
+            ("\\*", "a", false),
+            ("dé*", "dév", true),
+        ] {
+            assert_eq!(pattern_matches(p, n), m, "{p} ~ {n}");
+        }
     }
 
     #[test]

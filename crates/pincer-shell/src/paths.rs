@@ -16,7 +16,7 @@
 //! a device is not followed (that is the OS sandbox's job).
 
 use crate::Risk;
-use crate::glob::intersects;
+use crate::glob::{intersects, pattern_matches};
 use crate::work::tick;
 
 /// How many directories and path readings are kept before giving up
@@ -142,7 +142,23 @@ pub(crate) fn has_glob(component: &str) -> bool {
 
 /// One component (a pattern) can name something a table pattern names.
 fn may_be(component: &str, table_pattern: &str) -> bool {
-    intersects(component, table_pattern)
+    if has_glob(component) {
+        return intersects(component, table_pattern);
+    }
+    if component.contains('\\') {
+        let mut name = String::with_capacity(component.len());
+        let mut esc = false;
+        for c in component.chars() {
+            if !esc && c == '\\' {
+                esc = true;
+                continue;
+            }
+            esc = false;
+            name.push(c);
+        }
+        return pattern_matches(table_pattern, &name);
+    }
+    pattern_matches(table_pattern, component)
 }
 
 /// Every place the pattern `p` (a word's expanded text, glob syntax) may

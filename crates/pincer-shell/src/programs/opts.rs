@@ -187,16 +187,31 @@ fn long_entries(spec: &'static str) -> impl Iterator<Item = (&'static str, Takes
     })
 }
 
-/// Finds a long option by its name or a unique prefix of it.
+/// Finds a long option by its name or a unique prefix of it. Looks only at
+/// the entries where the name occurs (a substring search), not at every
+/// entry of a long list.
 fn find_long(spec: &'static str, name: &str) -> Option<(&'static str, Takes)> {
+    if name.is_empty() {
+        return None;
+    }
+    let bytes = spec.as_bytes();
     let mut hit = None;
-    for (n, t) in long_entries(spec) {
+    for (at, _) in spec.match_indices(name) {
         tick(1);
+        if at > 0 && !bytes[at - 1].is_ascii_whitespace() {
+            continue;
+        }
+        let len = spec[at..]
+            .find(|c: char| c.is_ascii_whitespace())
+            .unwrap_or(spec.len() - at);
+        let Some((n, t)) = long_entries(&spec[at..at + len]).next() else {
+            continue;
+        };
         if n == name {
             return Some((n, t));
         }
-        if !name.is_empty() && n.starts_with(name) {
-            if hit.is_some() {
+        if n.starts_with(name) {
+            if hit.is_some_and(|(h, _)| h != n) {
                 return None; // ambiguous
             }
             hit = Some((n, t));

@@ -129,28 +129,3 @@ proptest! {
         prop_assert!(many <= 50 * one * 3 + 10_000, "{:?}: {} for one, {} for 50", cmd, one, many);
     }
 }
-
-#[test]
-fn scratch_timing() {
-    if std::env::var("TIMING").is_err() {
-        return;
-    }
-    let only = std::env::var("TIMING").unwrap_or_default();
-    for (prefix, piece, suffix) in FAMILIES {
-        if !only.is_empty() && only != "all" && *piece != only {
-            continue;
-        }
-        for n in [2_000usize, 20_000, 100_000] {
-            let s = build(prefix, piece, suffix, n);
-            let t = std::time::Instant::now();
-            let st = steps(&s, Shell::Bash);
-            eprintln!(
-                "{:>8} {:>10} steps {:>8.1} ms {:?}",
-                s.len(),
-                st,
-                t.elapsed().as_secs_f64() * 1e3,
-                piece
-            );
-        }
-    }
-}

@@ -506,16 +506,3 @@ fn the_shell_is_not_an_ungated_way_to_the_hardware() {
         assert!(a.hardware.is_none(), "{cmd}: {:?}", a.hardware);
     }
 }
-
-#[test]
-fn scratch_debug() {
-    for c in std::env::var("SCRATCH")
-        .unwrap_or_default()
-        .split("\n\n")
-        .filter(|c| !c.is_empty())
-    {
-        for sh in Shell::ALL {
-            eprintln!("{sh}: {c:?}\n  {:#?}", classify(c, sh, &[]));
-        }
-    }
-}
