@@ -373,3 +373,70 @@ async fn a_command_that_writes_is_never_low_for_the_shell_that_runs_it() {
         }
     }
 }
+
+/// The interceptor example in `docs/hooks.md`, run as written: it must
+/// read both forms of a shell call, or `argv` walks around it.
+#[test]
+fn the_hooks_doc_interceptor_checks_both_forms_of_a_shell_call() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/hooks.md"))
+        .unwrap();
+    let start = doc.find("```python\n").expect("a python example") + "```python\n".len();
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    let Ok(python) = which("python3") else {
+        eprintln!("python3 is not installed: the hooks doc example was not run");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("guard.py");
+    std::fs::write(&script, code).unwrap();
+    let verdict = |arguments: serde_json::Value| -> String {
+        let input = json!({"hook": "interceptor", "version": 1, "session": "s", "call_id": "c",
+            "tool": "shell", "arguments": arguments, "risk": "high", "why": "x"});
+        let mut child = std::process::Command::new(&python)
+            .arg(&script)
+            .env_clear()
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["verdict"].as_str().unwrap().to_string()
+    };
+    for blocked in [
+        json!({"command": "rm -rf /"}),
+        json!({"argv": ["rm", "-rf", "/"]}),
+        json!({"argv": ["rm", "-fr", "/etc"]}),
+        json!({"argv": ["sh", "-c", "rm -rf /"]}),
+        json!({"argv": ["sudo", "rm", "-rf", "/"]}),
+        json!({"command": "ls; rm -rf /"}),
+        json!({"command": "echo $(rm -rf /)"}),
+        json!({"command": "sh -c 'rm -rf /'"}),
+    ] {
+        assert_eq!(verdict(blocked.clone()), "block", "{blocked}");
+    }
+    assert_eq!(
+        verdict(json!({"argv": ["rm", "-rf", "build/out"]})),
+        "allow"
+    );
+    assert_eq!(verdict(json!({"command": "ls -la"})), "allow");
+    assert_eq!(verdict(json!({"argv": ["curl", "https://x"]})), "rewrite");
+    assert_eq!(verdict(json!({"command": "curl https://x"})), "rewrite");
+}
+
+/// The first `name` in the usual system directories.
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    ["/usr/bin", "/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.exists())
+        .ok_or(())
+}
