@@ -375,7 +375,7 @@ impl Classifier<'_> {
 
     fn command(&mut self, chars: &[char], c: &Cmd, ctx: &Ctx) {
         let text = display(slice(chars, c.start, c.end));
-        let bodies = c.redirs.iter().filter_map(|r| r.body.as_ref());
+        let bodies = c.redirs.iter().filter_map(|r| r.body.as_deref());
         let targets = c.redirs.iter().map(|r| &r.target);
         let all: Vec<&Word> = c.words.iter().chain(targets).chain(bodies).collect();
         for w in &all {
@@ -411,18 +411,25 @@ impl Classifier<'_> {
         } else {
             c.words.clone()
         };
-        let stdin = if c
-            .redirs
-            .iter()
-            .any(|r| matches!(r.kind, RedirKind::HereDoc | RedirKind::HereString))
-        {
-            Stdin::HereDoc
-        } else if c.after_pipe {
-            Stdin::Pipe
-        } else {
-            Stdin::Inherited
+        // The last input redirection wins, as in the shell.
+        let input = c.redirs.iter().rev().find(|r| {
+            matches!(
+                r.kind,
+                RedirKind::HereDoc | RedirKind::HereString | RedirKind::Read
+            ) || (r.kind == RedirKind::Dup && r.op.starts_with('<'))
+        });
+        let (stdin, stdin_text) = match input {
+            Some(r) if r.kind == RedirKind::HereDoc => (Stdin::HereDoc, r.body_text.clone()),
+            // A here-string is its word's text (and a newline).
+            Some(r) if r.kind == RedirKind::HereString && !r.target.dynamic => {
+                (Stdin::HereDoc, Some(r.target.lit.clone()))
+            }
+            Some(r) if r.kind == RedirKind::HereString => (Stdin::HereDoc, None),
+            Some(_) => (Stdin::Inherited, None),
+            None if c.after_pipe => (Stdin::Pipe, None),
+            None => (Stdin::Inherited, None),
         };
-        self.words(&text, &words, ctx, v, stdin);
+        self.words(&text, &words, ctx, v, stdin, stdin_text.as_deref());
     }
 
     /// Judges the expansions in a word (see the safe subset in the crate
@@ -642,7 +649,15 @@ impl Classifier<'_> {
 
     /// One simple command's words: assignments, then the program, whose
     /// table entry may unwrap to another command.
-    fn words(&mut self, text: &str, words: &[Word], ctx: &Ctx, mut v: Verdict, stdin: Stdin) {
+    fn words(
+        &mut self,
+        text: &str,
+        words: &[Word],
+        ctx: &Ctx,
+        mut v: Verdict,
+        stdin: Stdin,
+        stdin_text: Option<&str>,
+    ) {
         let mut ws = words;
         let mut hops = 0;
         loop {
@@ -684,6 +699,7 @@ impl Classifier<'_> {
             let rcx = RuleCx {
                 shell: ctx.shell,
                 stdin,
+                stdin_text,
                 env: &ctx.env,
                 cwds: &ctx.cwds,
             };
@@ -738,7 +754,7 @@ impl Classifier<'_> {
                     for cmd in cmds {
                         let cmd: Vec<Word> = cmd.iter().map(found_path).collect();
                         let inner = display(&programs::joined(&cmd).chars().collect::<Vec<_>>());
-                        self.words(&inner, &cmd, &inner_ctx, f.clone(), Stdin::Inherited);
+                        self.words(&inner, &cmd, &inner_ctx, f.clone(), Stdin::Inherited, None);
                     }
                     return;
                 }

@@ -342,7 +342,10 @@ pub(crate) struct Redir {
     pub op: &'static str,
     pub target: Word,
     /// An unquoted here-document's body, whose expansions run.
-    pub body: Option<Word>,
+    pub body: Option<Box<Word>>,
+    /// A here-document's text (expansions as written), what a program
+    /// reading it gets as input.
+    pub body_text: Option<String>,
     /// `{NAME}>file` (bash): the descriptor number is assigned to NAME.
     pub named_fd: Option<String>,
 }
@@ -743,6 +746,7 @@ impl<'s> Lexer<'s> {
                 op,
                 target,
                 body: None,
+                body_text: None,
                 named_fd,
             }),
             start,
@@ -774,18 +778,22 @@ impl<'s> Lexer<'s> {
                 }
                 body_end = self.i;
             }
+            let text = self.text(body_start, body_end);
+            let mut body = None;
             if doc.expand {
-                let mut body = Word::default();
+                let mut w = Word::default();
                 let resume = self.i;
-                self.scan_expansions(body_start, body_end, &mut body)?;
+                self.scan_expansions(body_start, body_end, &mut w)?;
                 self.i = resume;
-                if let Some(Tok {
-                    kind: TokKind::Redir(r),
-                    ..
-                }) = self.toks.get_mut(doc.tok)
-                {
-                    r.body = Some(body);
-                }
+                body = Some(Box::new(w));
+            }
+            if let Some(Tok {
+                kind: TokKind::Redir(r),
+                ..
+            }) = self.toks.get_mut(doc.tok)
+            {
+                r.body = body;
+                r.body_text = Some(text);
             }
         }
         Ok(())

@@ -291,7 +291,9 @@ fn proc_root(loc: Loc, cwds: &Cwds, out: &mut Vec<Loc>) -> Loc {
             }
             return first;
         }
-        if is(k, "fd") && c.len() == k + 2 {
+        // Only the shell's own descriptors are its `/dev/fd`; another
+        // process's (`/proc/1/fd/1`, init's console) stay as they are.
+        if is(k, "fd") && c.len() == k + 2 && (c[1] == "self" || c[1] == "thread-self") {
             return Loc::Abs(vec!["dev".into(), "fd".into(), c[k + 1].clone()]);
         }
         return Loc::Abs(c);
@@ -441,6 +443,14 @@ pub(crate) fn classes(c: &[String]) -> Vec<Class> {
     }
     if may_be(top, "proc") {
         add(Class::Kernel);
+        // Kernel memory, and another process's memory.
+        let mem = second.is_some_and(|n| may_be(n, "kcore"))
+            || (c.len() == 3
+                && second.is_some_and(|n| !may_be(n, "self") || has_glob(n))
+                && may_be(&c[2], "mem"));
+        if mem {
+            add(Class::Device);
+        }
     }
     if !may_be(top, "dev") && !may_be(top, "sys") && !may_be(top, "proc") || has_glob(top) {
         add(Class::Plain);
@@ -762,6 +772,11 @@ mod tests {
             [Class::Network, Class::Device]
         );
         assert_eq!(class("/etc/passwd"), [Class::Plain]);
+        assert!(class("/proc/kcore").contains(&Class::Device));
+        assert!(class("/proc/1/mem").contains(&Class::Device));
+        assert_eq!(class("/proc/self/mem"), [Class::Kernel]);
+        assert_eq!(class("/proc/1/fd/1"), [Class::Kernel]);
+        assert_eq!(class("/proc/self/fd/1"), [Class::Harmless]);
     }
 
     #[test]

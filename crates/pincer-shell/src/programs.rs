@@ -33,6 +33,8 @@ mod wrappers;
 pub(crate) struct RuleCx<'a> {
     pub shell: Shell,
     pub stdin: Stdin,
+    /// The text of a here-document or here-string on standard input.
+    pub stdin_text: Option<&'a str>,
     pub env: &'a Env,
     pub cwds: &'a Cwds,
 }
@@ -521,7 +523,7 @@ pub(crate) fn rule<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
             ))
             .then(Then::Run(args)),
         },
-        n if SHELLS.contains(&n) => shell(n, args, cx.stdin),
+        n if SHELLS.contains(&n) => shell(n, args, cx),
         n if PAGERS.contains(&n) => pager(n, args),
         n if WRITERS.contains(&n) => writer(n, args),
         "shred" => {
@@ -621,6 +623,7 @@ const DANGEROUS_VARS: &[&str] = &[
     "GIT_*",
     "BASH_ENV",
     "ENV",
+    "CDPATH",
     "BASH_FUNC_*",
     "BASH_XTRACEFD",
     "BASH_COMPAT",
@@ -1088,7 +1091,7 @@ pub(crate) const HARMLESS_SET_O: &[&str] = &[
 ];
 
 /// `sh`, `bash`… as a program.
-fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
+fn shell<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
     let mut command = false;
     let mut i = 0;
     let mut opts_seen: Vec<&str> = Vec::new();
@@ -1176,10 +1179,21 @@ fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
             script.lit
         ));
     }
-    match stdin {
-        Stdin::Pipe => Rule::high(format!("`{name}` runs code read from a pipe")),
-        Stdin::HereDoc => Rule::high(format!("`{name}` runs code from a here-document")),
-        Stdin::Inherited => Rule::high(format!("`{name}` runs code read from its standard input")),
+    match (cx.stdin, cx.stdin_text) {
+        // The script is right there: classified too (a denied command in it
+        // is denied), though code read from input stays high.
+        (Stdin::HereDoc, Some(text)) => {
+            Rule::high(format!("`{name}` runs code from a here-document")).then(Then::Script {
+                src: text.to_string(),
+                shells: dialects,
+                args: Some(Vec::new()),
+            })
+        }
+        (Stdin::Pipe, _) => Rule::high(format!("`{name}` runs code read from a pipe")),
+        (Stdin::HereDoc, None) => Rule::high(format!("`{name}` runs code from a here-document")),
+        (Stdin::Inherited, _) => {
+            Rule::high(format!("`{name}` runs code read from its standard input"))
+        }
     }
 }
 

@@ -242,7 +242,16 @@ fn cd_targets(c: &Cmd, shell: Shell, env: &Env, cwds: &mut Cwds) {
             } else {
                 Some(vec![t.pattern()])
             };
-            cwds.cd(alts.as_deref());
+            // With `CDPATH` set, a relative `cd` may go anywhere it names.
+            let cdpath = env.values("CDPATH") != Some(vec![String::new()]);
+            let relative = alts
+                .as_ref()
+                .is_some_and(|a| a.iter().any(|p| !p.starts_with(['/', WS_ROOT, '~'])));
+            if cdpath && relative {
+                cwds.cd(None);
+            } else {
+                cwds.cd(alts.as_deref());
+            }
         }
     }
 }

@@ -3,8 +3,10 @@
 //! command against an allowlist ([`Spec`]) the way GNU `getopt_long` reads
 //! them: options may follow operands, `--` ends them, short options
 //! cluster (`-rf`), a short option's value may be attached (`-n5`) or the
-//! next word, and a long option may be abbreviated to a unique prefix
-//! (`--colo`) and take its value as `--name=V` or the next word.
+//! next word, and a long option takes its value as `--name=V` or the next
+//! word. An abbreviated long option (`--colo`) is not known harmless (see
+//! `find_long`); the helpers that look for one dangerous option do match
+//! its abbreviations.
 
 use crate::lex::Word;
 use crate::vars::{Env, exp_values};
@@ -187,15 +189,16 @@ fn long_entries(spec: &'static str) -> impl Iterator<Item = (&'static str, Takes
     })
 }
 
-/// Finds a long option by its name or a unique prefix of it. Looks only at
-/// the entries where the name occurs (a substring search), not at every
-/// entry of a long list.
+/// Finds a long option by its exact name. GNU programs accept a unique
+/// prefix too, but an abbreviation is not taken here: the program may
+/// have an option of exactly that name which the list leaves out (git's
+/// `--output` against the listed `--output-indicator-new`), and getopt
+/// prefers the exact match. Looks only where the name occurs.
 fn find_long(spec: &'static str, name: &str) -> Option<(&'static str, Takes)> {
     if name.is_empty() {
         return None;
     }
     let bytes = spec.as_bytes();
-    let mut hit = None;
     for (at, _) in spec.match_indices(name) {
         tick(1);
         if at > 0 && !bytes[at - 1].is_ascii_whitespace() {
@@ -204,20 +207,13 @@ fn find_long(spec: &'static str, name: &str) -> Option<(&'static str, Takes)> {
         let len = spec[at..]
             .find(|c: char| c.is_ascii_whitespace())
             .unwrap_or(spec.len() - at);
-        let Some((n, t)) = long_entries(&spec[at..at + len]).next() else {
-            continue;
-        };
-        if n == name {
+        if let Some((n, t)) = long_entries(&spec[at..at + len]).next()
+            && n == name
+        {
             return Some((n, t));
         }
-        if n.starts_with(name) {
-            if hit.is_some_and(|(h, _)| h != n) {
-                return None; // ambiguous
-            }
-            hit = Some((n, t));
-        }
     }
-    hit
+    None
 }
 
 /// Checks every option in `args` against `spec`.
@@ -494,11 +490,14 @@ mod tests {
         let env = Env::top();
         let p = parse(
             &spec,
-            &words("-la src --colo=auto -w 80 -Ifoo --all x"),
+            &words("-la src --color=auto -w 80 -Ifoo --all x"),
             &env,
         );
         assert_eq!(p.unknown, None);
         assert_eq!(p.operands, [1, 7]);
+        // An abbreviation may stand for an option the list leaves out.
+        let p = parse(&spec, &words("--colo=auto"), &env);
+        assert_eq!(p.unknown.as_deref(), Some("--colo"));
         let p = parse(&spec, &words("-lz x"), &env);
         assert_eq!(p.unknown.as_deref(), Some("-z"));
         let p = parse(&spec, &words("--output=x"), &env);
