@@ -46,8 +46,10 @@
 //!   be known harmless to them: a lower-case name, or the locale, time
 //!   zone and colour variables. A value holding command text (`'$(…)'`)
 //!   is not in the subset (a later expansion may run it).
-//! - **Redirections**: only to `/dev/null`, `/dev/stdout`, `/dev/stderr`,
-//!   `/dev/fd/N` and between descriptors (`2>&1`, `>&-`); reading a file
+//! - **Redirections**: writing only to `/dev/null` (and the other device
+//!   files that discard or refuse what they get: `/dev/zero`, `/dev/full`,
+//!   `/dev/random`, `/dev/urandom`), `/dev/stdout`, `/dev/stderr`,
+//!   `/dev/fd/N`, and between descriptors (`2>&1`, `>&-`); reading a file
 //!   with `<`, here-documents and (bash) here-strings.
 //! - **Programs**: a known read-only program or builtin with only options
 //!   known to be harmless (per-program option allowlists in
@@ -57,15 +59,20 @@
 //!   `-exec`/`-delete`/`-fprint`), `sed` (without `-i`, `e`, `w`),
 //!   `awk` (without `system`, `|`, `>`, `getline`), `jq`, `stat`, `du`,
 //!   `df`, `ps`, `date`, `tar -t`, `git` read-only subcommands (`log`,
-//!   `status`, `diff`, `show`…), the checksum tools, `echo`, `printf`,
-//!   `test`, `cd`, `set` with harmless options, and the wrappers `env`,
-//!   `nice`, `timeout`, `stdbuf`, `time`, `command`, `sh -c`/`bash -c`/
-//!   `dash -c` whose command is itself in the subset. An unknown option is
-//!   medium. A program word from a system directory (`/usr/bin/ls`) is
-//!   the program; one from anywhere else is unknown code.
+//!   `status`, `diff`, `show`, `config --get`…), the checksum tools, `echo`,
+//!   `printf`, `test`, `cd`, `set` with harmless options, and the wrappers
+//!   `env`, `nice`, `timeout`, `stdbuf`, `time`, `command`, `sh -c`/`bash
+//!   -c`/`dash -c` whose command is itself in the subset. An unknown option
+//!   is medium, and so is an abbreviated long option (`--colo`: the program
+//!   may have an unlisted option of exactly that name). A program word from
+//!   a system directory (`/usr/bin/ls`) is the program; one from anywhere
+//!   else is unknown code.
 //! - **Paths**: no word may name, after normalisation, a device node other
-//!   than the harmless ones, a sysfs device tree, or a path it cannot
-//!   resolve where the program opens its operands (see below).
+//!   than the harmless ones (not `/dev/tty`: that is the user's terminal),
+//!   a sysfs device tree, kernel or process memory, or — where the program
+//!   opens its operands — a path it cannot resolve; a recursive reader
+//!   (`grep -r`, `rg`) may not start above a device tree (`/`, `/sys`).
+//!   See "What a command does" below.
 //!
 //! ## One shell, modelled
 //!

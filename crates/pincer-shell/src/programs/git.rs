@@ -497,6 +497,39 @@ fn subcommand<'w>(sub: &str, sargs: &[Word], cx: &RuleCx) -> Rule<'w> {
         | "sparse-checkout" | "notes" => Rule::medium(format!(
             "{what} changes the repository or work tree (and runs its hooks)"
         )),
+        // Listing remotes reads the configuration only; `remote show`
+        // asks the remote.
+        "remote" if first_op.is_none_or(|o| o == "get-url") => {
+            const REMOTE: Spec = Spec::new("v", "", "verbose all push help").partial();
+            checked(&REMOTE, sargs, "`git remote`")
+        }
+        // Reading configuration: `--get…`, `--list`, `get`, `list`.
+        "config"
+            if has(&["--get", "--get-all", "--get-regexp", "--list", "-l"])
+                || matches!(first_op, Some("get" | "list")) =>
+        {
+            const CONFIG: Spec = Spec::new(
+                "lz",
+                "",
+                "get get-all get-regexp list show-origin \
+                show-scope name-only null local global system worktree type= default= \
+                includes no-includes all regexp value= help",
+            )
+            .partial();
+            let rest: Vec<Word> = sargs
+                .iter()
+                .filter(|w| !matches!(w.lit.as_str(), "get" | "list"))
+                .cloned()
+                .collect();
+            // Anything more may write configuration, which can run code.
+            if checked(&CONFIG, &rest, "`git config`").risk == Risk::Low {
+                Rule::low("`git config --get`/`--list` only reads configuration")
+            } else {
+                Rule::high(
+                    "`git config` with an option not known to only read may rewrite configuration, which can run code",
+                )
+            }
+        }
         "push" | "pull" | "fetch" | "clone" | "ls-remote" | "remote" | "submodule"
         | "send-email" | "request-pull" | "archive" => {
             Rule::high(format!("{what} talks to other repositories or the network"))
