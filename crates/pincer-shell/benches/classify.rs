@@ -1,7 +1,9 @@
 //! Classification time: a typical one-line command, a 4 KB script and
-//! 100 KB inputs (a script, and unparsable text, which used to take
-//! 52 s), for both shells. Classification is linear in the input, so the
-//! 100 KB cases should cost about 25 times the 4 KB one.
+//! 100 KB inputs (a script; unparsable text; and 100 KB of `(`, which the
+//! classifier before issue 13 took 8 s (52 s on slower machines) to refuse,
+//! its fork-bomb scan being quadratic), for both shells. Classification is
+//! linear in the input, so the 100 KB script should cost about 25 times the
+//! 4 KB one.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pincer_shell::{Shell, classify};
@@ -54,6 +56,7 @@ fn bench(c: &mut Criterion) {
         ("script_4k", script(4 * 1024)),
         ("script_100k", script(100 * 1024)),
         ("unparsable_100k", unparsable(100 * 1024)),
+        ("parens_100k", "(".repeat(100 * 1024)),
     ];
     let mut g = c.benchmark_group("classify");
     for (name, input) in &inputs {
