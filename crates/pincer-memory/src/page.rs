@@ -164,14 +164,29 @@ pub fn validate_id(id: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
+/// A control character by its name and code point (`a newline (U+000A)`,
+/// `an escape (ESC, U+001B)`), for a message a person reads.
+fn control_name(c: char) -> String {
+    let code = format!("U+{:04X}", u32::from(c));
+    match c {
+        '\n' => format!("a newline ({code})"),
+        '\r' => format!("a carriage return ({code})"),
+        '\t' => format!("a tab ({code})"),
+        '\0' => format!("a NUL ({code})"),
+        '\u{1b}' => format!("an escape (ESC, {code})"),
+        '\u{7f}' => format!("a delete (DEL, {code})"),
+        _ => format!("the control character {code}"),
+    }
+}
+
 fn check_line(v: &str, max: usize, required: bool) -> Result<(), String> {
     if required && v.is_empty() {
         return Err("is empty".into());
     }
     if let Some(c) = v.chars().find(|c| c.is_control()) {
         return Err(format!(
-            "contains the control character {:?} (a newline is not allowed)",
-            c
+            "contains {}; a single line of text without control characters is required",
+            control_name(c)
         ));
     }
     if v.trim() != v {
@@ -724,6 +739,36 @@ pub(crate) fn check_file_meta(path: &Path, md: &fs::Metadata) -> Result<(), Memo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_character_is_named_for_what_it_is() {
+        let why = |v: &str| check_line(v, 200, true).expect_err("refused");
+        let esc = why("title \u{1b}[31mred");
+        assert!(esc.contains("an escape (ESC, U+001B)"), "{esc}");
+        assert!(!esc.contains("newline"), "{esc}");
+        assert!(why("two\nlines").contains("a newline (U+000A)"));
+        assert!(why("a\tb").contains("a tab (U+0009)"));
+        assert!(why("bell\u{7}").contains("the control character U+0007"));
+        // Through the page check, the field is named too.
+        let mut p = Page {
+            meta: PageMeta {
+                id: "a-1".into(),
+                title: "ok".into(),
+                tags: vec![],
+                source: "web\u{1b}".into(),
+                pinned: false,
+                created: Timestamp::parse("2026-11-30T10:00:00.000Z").expect("ts"),
+                updated: None,
+            },
+            body: String::new(),
+        };
+        let text = p.to_markdown();
+        let err = parse_page(Path::new("a-1.md"), text.as_bytes()).expect_err("corrupt");
+        let msg = err.to_string();
+        assert!(msg.contains("source") && msg.contains("U+001B"), "{msg}");
+        p.meta.source = String::new();
+        assert!(parse_page(Path::new("a-1.md"), p.to_markdown().as_bytes()).is_ok());
+    }
 
     #[test]
     fn slug_is_a_valid_id_prefix() {

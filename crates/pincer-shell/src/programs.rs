@@ -1,66 +1,139 @@
 //! The per-program table of the shell classifier: what one program with
 //! its arguments does, and what it runs in turn when it is a wrapper.
 //!
-//! Anything not named here is high ("unknown program; when in doubt,
-//! high"). Options are read the GNU way: options may follow operands,
-//! `--` ends them, short options cluster (`-rf`) and long options may be
-//! abbreviated (`--compress-prog` is `--compress-program`).
+//! A program is low only from an allowlist with its harmless options
+//! (`programs/readonly.rs` for read-only tools, `programs/builtins.rs` for
+//! shell builtins, `programs/tools.rs` and `programs/git.rs` for programs
+//! whose options decide what they do). Anything not named is high
+//! ("unknown program; when in doubt, high"). Options are read the GNU way
+//! (see `programs/opts.rs`).
+//!
+//! A rule does not judge the files a program writes or deletes: it lists
+//! them as [`Effect`]s, which the classifier resolves against the working
+//! directories and variable values it knows (`cd / && rm -rf *`).
 
-use super::Stdin;
-use super::lex::Word;
-use crate::Risk;
-use crate::glob::glob_match;
-use tools::{awk, find, git, sed, sort, tar};
+use crate::lex::Word;
+use crate::paths::Cwds;
+use crate::vars::Env;
+use crate::{Risk, Shell, Stdin};
+use opts::{
+    Paths, any_long, any_short, is_option, long_is, may_be_option, operands, opt_values,
+    option_width, opts, skip_opts, wrapper_opts,
+};
 
+mod builtins;
+mod git;
+pub(crate) mod opts;
+pub(crate) mod readonly;
 mod tools;
+mod wrappers;
+
+/// What a rule needs to know about where the command runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RuleCx<'a> {
+    pub shell: Shell,
+    pub stdin: Stdin,
+    /// The text of a here-document or here-string on standard input.
+    pub stdin_text: Option<&'a str>,
+    pub env: &'a Env,
+    pub cwds: &'a Cwds,
+}
+
+/// Which shell runs a string a command hands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialects {
+    /// The shell the command itself runs in (`eval`, `trap`).
+    Same,
+    /// One named shell (`bash -c`, `dash -c`).
+    Only(Shell),
+    /// `sh`, which is dash or bash depending on the machine: both, and the
+    /// worse verdict counts.
+    Both,
+}
 
 /// What to classify after a program's own verdict.
-pub(super) enum Then<'w> {
+pub(crate) enum Then<'w> {
     Done,
     /// A wrapper: these words are the command it runs.
     Run(&'w [Word]),
-    /// A shell string it runs (`sh -c STRING`, `su -c`, `watch`).
-    Script(String),
-    /// Commands it runs per item (`find -exec`), each at least this risk.
+    /// A shell string it runs, with its `$0`, `$1`… (`None`: unknown).
+    Script {
+        src: String,
+        shells: Dialects,
+        args: Option<Vec<Word>>,
+    },
+    /// Commands it runs per item (`find -exec`), each at least this risk;
+    /// a `{}` in them is a path found at run time.
     Each(Vec<&'w [Word]>, Risk, String),
 }
 
-pub(super) struct Rule<'w> {
+/// A file a program changes, for the classifier to resolve and judge.
+#[derive(Debug, Clone)]
+pub(crate) enum Effect {
+    /// Reads it (a file named inside a script, like sed's `r FILE`).
+    Read(Word),
+    /// Writes it.
+    Write(Word),
+    /// Deletes it and everything below it.
+    RemoveTree(Word, String),
+    /// Changes permissions or owners of it and everything below it.
+    ChangeTree(Word, String),
+}
+
+pub(crate) struct Rule<'w> {
     pub risk: Risk,
     pub why: String,
     pub deny: Option<String>,
     pub then: Then<'w>,
+    pub effects: Vec<Effect>,
+    /// How the arguments are checked as paths.
+    pub paths: Paths,
+    /// An argument (by index) that is a pattern or program text, not a
+    /// path.
+    pub not_path: Option<usize>,
+    /// It reads every file below its operands (`grep -r`, `rg`), so an
+    /// operand above a hardware tree (`/sys`, `/`) reads hardware.
+    pub recursive: bool,
 }
 
 impl<'w> Rule<'w> {
-    fn new(risk: Risk, why: impl Into<String>) -> Self {
+    pub(crate) fn new(risk: Risk, why: impl Into<String>) -> Self {
         Rule {
             risk,
             why: why.into(),
             deny: None,
             then: Then::Done,
+            effects: Vec::new(),
+            paths: Paths::Opened,
+            not_path: None,
+            recursive: false,
         }
     }
 
-    fn low(why: impl Into<String>) -> Self {
+    pub(crate) fn low(why: impl Into<String>) -> Self {
         Rule::new(Risk::Low, why)
     }
 
-    fn medium(why: impl Into<String>) -> Self {
+    pub(crate) fn medium(why: impl Into<String>) -> Self {
         Rule::new(Risk::Medium, why)
     }
 
-    fn high(why: impl Into<String>) -> Self {
+    pub(crate) fn high(why: impl Into<String>) -> Self {
         Rule::new(Risk::High, why)
     }
 
-    fn then(mut self, then: Then<'w>) -> Self {
+    pub(crate) fn then(mut self, then: Then<'w>) -> Self {
         self.then = then;
         self
     }
 
+    pub(crate) fn paths(mut self, p: Paths) -> Self {
+        self.paths = p;
+        self
+    }
+
     /// Raises to `risk` when it is higher.
-    fn at_least(mut self, risk: Risk, why: impl Into<String>) -> Self {
+    pub(crate) fn at_least(mut self, risk: Risk, why: impl Into<String>) -> Self {
         if risk > self.risk {
             self.risk = risk;
             self.why = why.into();
@@ -68,7 +141,7 @@ impl<'w> Rule<'w> {
         self
     }
 
-    fn deny(mut self, reason: impl Into<String>) -> Self {
+    pub(crate) fn deny(mut self, reason: impl Into<String>) -> Self {
         let reason = reason.into();
         if self.deny.is_none() {
             self.deny = Some(reason.clone());
@@ -76,102 +149,26 @@ impl<'w> Rule<'w> {
         self.at_least(Risk::High, reason)
     }
 
-    /// Folds in the verdict on a file the program writes.
-    fn writes(mut self, w: &Word) -> Self {
-        match write_target(w) {
-            Target::Harmless => self,
-            Target::Risk(r, why) => self.at_least(r, why),
-            Target::Deny(why) => {
-                self = self.deny(why.clone());
-                self
-            }
-        }
+    /// The program writes `w`.
+    pub(crate) fn writes(mut self, w: &Word) -> Self {
+        self.effects.push(Effect::Write(w.clone()));
+        self
     }
 }
 
-/// Read-only programs with no option that runs a program or writes a file.
-const LOW: &[&str] = &[
-    "ls",
-    "cat",
-    "head",
-    "tail",
-    "wc",
-    "grep",
-    "egrep",
-    "fgrep",
-    "echo",
-    "pwd",
-    "whoami",
-    "id",
-    "uname",
-    "stat",
-    "du",
-    "df",
-    "cut",
-    "tr",
-    "diff",
-    "cmp",
-    "comm",
-    "which",
-    "type",
-    "basename",
-    "dirname",
-    "realpath",
-    "readlink",
-    "sha256sum",
-    "sha1sum",
-    "sha224sum",
-    "sha384sum",
-    "sha512sum",
-    "md5sum",
-    "b2sum",
-    "cksum",
-    "jq",
-    "ps",
-    "free",
-    "uptime",
-    "seq",
-    "nl",
-    "true",
-    "false",
-    "column",
-    "fold",
-    "expand",
-    "unexpand",
-    "od",
-    "hexdump",
-    "strings",
-    "tac",
-    "rev",
-    "paste",
-    "join",
-    "fmt",
-    "printenv",
-    "cd",
-    "pushd",
-    "popd",
-    "dirs",
-    ":",
-    "exit",
-    "return",
-    "break",
-    "continue",
-    "shift",
-    "wait",
-    "jobs",
-    "unset",
-];
-
-/// Programs some of whose options run a program or write a file: an
-/// argument from an expansion or an unquoted glob may become such an option.
-const OPTION_SENSITIVE: &[&str] = &[
-    "find", "sort", "git", "sed", "awk", "gawk", "mawk", "nawk", "tar", "rg", "tree", "uniq",
-    "xxd", "date", "hostname", "less", "more", "man", "file",
-];
+/// Shells whose syntax is modelled: `sh` may be either.
+fn dialects_of(name: &str) -> Option<Dialects> {
+    match name {
+        "sh" => Some(Dialects::Both),
+        "dash" => Some(Dialects::Only(Shell::Dash)),
+        "bash" | "rbash" => Some(Dialects::Only(Shell::Bash)),
+        _ => None,
+    }
+}
 
 const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "rbash", "fish",
-    "csh", "tcsh",
+    "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "ash", "yash", "posh", "rbash",
+    "fish", "csh", "tcsh", "nu", "elvish", "xonsh",
 ];
 
 const INTERPRETERS: &[&str] = &[
@@ -336,30 +333,53 @@ const SYSTEM: &[&str] = &[
     "mknod",
     "dmsetup",
     "cryptsetup",
+    "busctl",
+    "dbus-send",
+    "gdbus",
 ];
 
-const DESTRUCTIVE: &[&str] = &["rmdir", "shred", "unlink", "pkill", "killall"];
+const DESTRUCTIVE: &[&str] = &["rmdir", "unlink", "pkill", "killall"];
 
 const WRITERS: &[&str] = &[
     "cp", "mv", "ln", "install", "mkdir", "touch", "truncate", "patch", "mktemp", "split",
     "csplit", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "zip", "unzip",
 ];
 
+/// Writers with an option that runs a command.
+const WRITERS_THAT_RUN: &[(&str, &str, &str)] = &[
+    (
+        "split",
+        "filter",
+        "`split --filter` runs a shell command per piece",
+    ),
+    ("zip", "TT", "`zip -TT` runs a command to test the archive"),
+    (
+        "zip",
+        "unzip-command",
+        "`zip --unzip-command` runs a command",
+    ),
+];
+
 const PAGERS: &[&str] = &["less", "more", "most", "pg", "man", "info"];
+
+/// Programs some of whose options run a program, write a file or change
+/// the system: an argument that may turn into an option makes them high.
+const OPTION_SENSITIVE: &[&str] = &[
+    "find", "sort", "git", "sed", "awk", "gawk", "mawk", "nawk", "tar", "rg", "date", "hostname",
+    "less", "more", "man", "file",
+];
 
 /// Builtins that run code given to them or change how later code runs.
 const CODE_BUILTINS: &[&str] = &[
-    "eval",
     "source",
     ".",
-    "alias",
     "unalias",
-    "trap",
     "enable",
     "shopt",
     "bind",
     "complete",
     "compgen",
+    "compopt",
     "fc",
     "history",
     "let",
@@ -378,195 +398,77 @@ const CODE_BUILTINS: &[&str] = &[
 ];
 
 fn in_table(table: &[&str], name: &str) -> bool {
-    table.iter().any(|p| glob_match(p, name))
+    table.iter().any(|p| crate::glob::glob_match(p, name))
 }
 
 /// The verdict for `name args…`. `name` is already resolved (a basename
 /// for `/usr/bin/x`).
-pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
+pub(crate) fn rule<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
     if OPTION_SENSITIVE.contains(&name)
-        && let Some(w) = opts(args).iter().find(|w| w.dynamic || w.glob)
+        && let Some(w) = opts(args).iter().find(|w| may_be_option(w, cx.env))
     {
         return Rule::high(format!(
             "argument `{}` may expand to an option of `{name}` that runs a program or writes a file",
             w.lit
         ));
     }
+    if let Some(r) = wrappers::rule(name, args, cx) {
+        return r;
+    }
+    if let Some(r) = builtins::rule(name, args, cx) {
+        return r;
+    }
+    if let Some(r) = tools::rule(name, args, cx) {
+        return r;
+    }
+    if let Some(r) = readonly::rule(name, args, cx) {
+        return r;
+    }
     match name {
-        "find" => find(args),
-        "sort" => sort(args),
-        "git" => git(args),
-        "sed" => sed(args),
-        "awk" | "gawk" | "mawk" | "nawk" => awk(name, args),
-        "tar" => tar(args),
-        "rg" => {
-            if any_long(args, "pre") || any_long(args, "hostname-bin") {
-                Rule::high("`rg --pre`/`--hostname-bin` runs a program")
-            } else {
-                Rule::low("`rg` only reads")
-            }
-        }
-        "tree" => {
-            let mut r = Rule::low("`tree` only reads");
-            for v in opt_values(args, Some('o'), None, "LPIH") {
-                r = r
-                    .at_least(Risk::Medium, "`tree -o` writes a file")
-                    .writes(&v);
-            }
-            r
-        }
-        "uniq" | "xxd" => {
-            let takes = if name == "uniq" { "fsw" } else { "cglosn" };
-            let ops = operands(args, takes, &[]);
-            let mut r = Rule::low(format!("`{name}` only reads"));
-            if let Some(out) = ops.get(1) {
-                r = r
-                    .at_least(Risk::Medium, format!("`{name}` writes its second operand"))
-                    .writes(out);
-            }
-            r
-        }
-        "date" => {
-            if any_short(args, 's', "dfrI") || any_long(args, "set") {
-                Rule::high("`date -s` sets the system clock")
-            } else {
-                Rule::low("`date` only reads")
-            }
-        }
-        "hostname" => {
-            if !operands(args, "F", &["file"]).is_empty()
-                || any_short(args, 'F', "")
-                || any_long(args, "file")
-            {
-                Rule::high("`hostname NAME` sets the host name")
-            } else {
-                Rule::low("`hostname` only reads")
-            }
-        }
-        "file" => {
-            if any_short(args, 'C', "mfFeP") || any_long(args, "compile") {
-                Rule::medium("`file -C` writes a compiled magic file")
-            } else {
-                Rule::low("`file` only reads")
-            }
-        }
-        "printf" => printf(args),
-        "read" => {
-            let names = operands(args, "adinNptu", &[]);
-            match names.iter().find(|w| dangerous_var(&w.lit)) {
-                Some(w) => Rule::high(format!(
-                    "`read {}` sets a variable that changes what programs run",
-                    w.lit
-                )),
-                None => Rule::low("`read` only reads its input into variables"),
-            }
-        }
-        "export" | "declare" | "typeset" | "local" | "readonly" => declare(name, args),
-        "set" => Rule::low("`set` changes shell options or lists variables"),
-        "test" | "[" | "[[" => test(name, args),
-        "env" => env(args),
-        "tee" => {
-            let mut r = Rule::low("`tee` copies its input to standard output");
-            for f in operands(args, "", &["output-error"]) {
-                r = r.at_least(Risk::Medium, "`tee` writes files").writes(f);
-            }
-            r
-        }
         "rm" => rm(args),
         "chmod" | "chown" | "chgrp" => {
             let mut r = Rule::high(format!("`{name}` changes permissions or ownership"));
             if any_short(args, 'R', "") || any_long(args, "recursive") {
                 let takes: &[&str] = &["reference", "from"];
-                if let Some(t) = operands(args, "", takes).into_iter().find(|w| rootish(w)) {
-                    r = r.deny(format!(
-                        "`{name} -R` on `{}` changes a whole system or home tree",
-                        t.lit
-                    ));
+                for t in operands(args, "", takes) {
+                    r.effects
+                        .push(Effect::ChangeTree(t.clone(), format!("`{name} -R`")));
                 }
             }
             r
         }
         "kill" => kill(args),
+        "killall5" => Rule::high("`killall5` signals every process")
+            .deny("`killall5` signals every process on the machine"),
         "dd" => {
             let mut r = Rule::high("`dd` writes raw data");
             for a in args {
-                if let Some(of) = a.lit.strip_prefix("of=") {
-                    r = r.writes(&Word::derived(of, a));
+                if a.lit.starts_with("of=") {
+                    r = r.writes(&a.slice(3));
                 }
             }
             r
         }
-        "systemctl" => {
-            let sub = operands(args, "tpHMn", &["type", "property", "host", "machine"]);
-            let power = [
-                "poweroff",
-                "reboot",
-                "halt",
-                "kexec",
-                "emergency",
-                "rescue",
-                "soft-reboot",
-            ];
-            match sub.first() {
-                Some(s) if power.contains(&s.lit.as_str()) => {
-                    Rule::high("`systemctl` changes the system").deny(format!(
-                        "`systemctl {}` stops or restarts the machine",
-                        s.lit
-                    ))
+        "systemctl" => systemctl(args),
+        "loginctl" => {
+            let sub = operands(args, "pHMn", &["property", "host", "machine"]);
+            match sub.first().map(|w| w.lit.as_str()) {
+                Some(s @ ("poweroff" | "reboot" | "halt" | "suspend" | "hibernate" | "kexec")) => {
+                    Rule::high("`loginctl` changes the system")
+                        .deny(format!("`loginctl {s}` stops or restarts the machine"))
                 }
-                _ => Rule::high("`systemctl` changes system services"),
+                _ => Rule::high("`loginctl` changes sessions and the system"),
             }
         }
         // Wrappers: unwrap and classify what they run.
-        "time" => {
-            let mut r = Rule::low("`time` runs the command it is given");
-            for v in opt_values(args, Some('o'), Some("output"), "f") {
-                r = r
-                    .at_least(Risk::Medium, "`time -o` writes a file")
-                    .writes(&v);
-            }
-            r.then(Then::Run(skip_opts(args, "fo", &["format", "output"])))
-        }
-        "nice" => Rule::low("`nice` runs the command it is given").then(Then::Run(skip_opts(
-            args,
-            "n",
-            &["adjustment"],
-        ))),
-        "ionice" => {
-            let rest = skip_opts(args, "cnpPu", &["class", "classdata", "pid", "pgid", "uid"]);
-            if rest.is_empty() && (any_short(args, 'p', "cn") || any_short(args, 'P', "cn")) {
-                Rule::medium("`ionice -p` changes another process")
-            } else {
-                Rule::low("`ionice` runs the command it is given").then(Then::Run(rest))
-            }
-        }
         "nohup" => Rule::medium(
             "`nohup` keeps the command running after a hang-up and may write `nohup.out`",
         )
         .then(Then::Run(skip_opts(args, "", &[]))),
-        "timeout" => {
-            let rest = skip_opts(args, "sk", &["signal", "kill-after"]);
-            Rule::low("`timeout` runs the command it is given")
-                .then(Then::Run(rest.get(1..).unwrap_or(&[])))
-        }
-        "stdbuf" => Rule::low("`stdbuf` runs the command it is given").then(Then::Run(skip_opts(
-            args,
-            "ioe",
-            &["input", "output", "error"],
-        ))),
         "setsid" => Rule::high(
             "`setsid` detaches from the tool's process group, so the time limit cannot stop it",
         )
         .then(Then::Run(skip_opts(args, "", &[]))),
-        "command" | "builtin" => {
-            let own = wrapper_opts(args, skip_opts(args, "", &[]));
-            if name == "command" && (any_short(own, 'v', "") || any_short(own, 'V', "")) {
-                Rule::low("`command -v` only looks a name up")
-            } else {
-                Rule::low(format!("`{name}` runs the command it is given"))
-                    .then(Then::Run(skip_opts(args, "", &[])))
-            }
-        }
         "exec" => Rule::high("`exec` replaces the shell (or redirects it for good)")
             .then(Then::Run(skip_opts(args, "a", &[]))),
         "chroot" => {
@@ -574,36 +476,7 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
             Rule::high("`chroot` runs the command in another root, with privilege")
                 .then(Then::Run(rest.get(1..).unwrap_or(&[])))
         }
-        "sudo" | "doas" | "pkexec" => {
-            let why = format!("`{name}` runs the command with other privileges");
-            let rest = match name {
-                "sudo" => skip_opts(
-                    args,
-                    "ugpCDrtThU",
-                    &[
-                        "user",
-                        "group",
-                        "host",
-                        "prompt",
-                        "close-from",
-                        "chdir",
-                        "role",
-                        "type",
-                        "command-timeout",
-                        "other-user",
-                    ],
-                ),
-                "doas" => skip_opts(args, "uC", &[]),
-                _ => skip_opts(args, "", &["user"]),
-            };
-            // Only sudo's own options count: `sudo find . -exec` is not
-            // `sudo -e`.
-            let own = wrapper_opts(args, rest);
-            if name == "sudo" && (any_short(own, 'e', "ugpCDrtThU") || any_long(own, "edit")) {
-                return Rule::high(why);
-            }
-            Rule::high(why).then(Then::Run(rest))
-        }
+        "sudo" | "doas" | "pkexec" => sudo(name, args),
         "su" | "runuser" => su(name, args),
         "xargs" => {
             let rest = skip_opts(
@@ -632,17 +505,38 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
             if any_short(own, 'x', "n") || any_long(own, "exec") {
                 r.then(Then::Run(rest))
             } else {
-                r.then(Then::Script(super::joined(rest)))
+                r.then(Then::Script {
+                    src: joined(rest),
+                    shells: Dialects::Both,
+                    args: Some(Vec::new()),
+                })
             }
         }
         "flock" => flock(args),
-        "busybox" | "toybox" => {
-            Rule::low(format!("`{name}` runs the applet it is given")).then(Then::Run(args))
-        }
-        n if SHELLS.contains(&n) => shell(n, args, stdin),
-        n if LOW.contains(&n) => Rule::low(format!("`{n}` only reads")),
+        "busybox" | "toybox" => match args.first().map(|w| w.lit.as_str()) {
+            Some(a) if SHELLS.contains(&a) => Rule::high(format!(
+                "`{name} {a}` is a shell whose syntax this classifier does not model"
+            )),
+            // Its applets are not the GNU programs the tables describe.
+            _ => Rule::medium(format!(
+                "`{name}` runs its own version of the applet, whose options are not modelled"
+            ))
+            .then(Then::Run(args)),
+        },
+        n if SHELLS.contains(&n) => shell(n, args, cx),
         n if PAGERS.contains(&n) => pager(n, args),
         n if WRITERS.contains(&n) => writer(n, args),
+        "shred" => {
+            let mut r = Rule::high("`shred` overwrites and deletes files");
+            for t in operands(
+                args,
+                "nsu",
+                &["iterations", "size", "random-source", "remove"],
+            ) {
+                r = r.writes(t);
+            }
+            r
+        }
         n if DESTRUCTIVE.contains(&n) => {
             Rule::high(format!("`{n}` deletes files or stops processes"))
         }
@@ -662,171 +556,15 @@ pub(super) fn rule<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
     }
 }
 
-// ---- option helpers --------------------------------------------------
-
-/// Arguments before a literal `--`: the ones that may be options.
-fn opts(args: &[Word]) -> &[Word] {
-    let end = args
-        .iter()
-        .position(|w| w.lit == "--")
-        .unwrap_or(args.len());
-    &args[..end]
+/// Words joined with spaces, as `watch` and `parallel` hand them to a shell.
+pub(crate) fn joined(ws: &[Word]) -> String {
+    ws.iter()
+        .map(|w| w.lit.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-/// `lit` is `--name[=v]` and `--name` abbreviates `--full`.
-fn long_is(lit: &str, full: &str) -> bool {
-    lit.strip_prefix("--")
-        .map(|r| r.split('=').next().unwrap_or(""))
-        .is_some_and(|n| !n.is_empty() && full.starts_with(n))
-}
-
-/// `lit` is a short cluster (`-xyz`) holding `c` before any option that
-/// takes a value (`takes`), whose value would be the rest.
-fn short_has(lit: &str, c: char, takes: &str) -> bool {
-    let Some(rest) = lit.strip_prefix('-') else {
-        return false;
-    };
-    if rest.is_empty() || rest.starts_with('-') {
-        return false;
-    }
-    for ch in rest.chars() {
-        if ch == c {
-            return true;
-        }
-        if takes.contains(ch) {
-            return false;
-        }
-    }
-    false
-}
-
-fn any_short(args: &[Word], c: char, takes: &str) -> bool {
-    opts(args).iter().any(|w| short_has(&w.lit, c, takes))
-}
-
-fn any_long(args: &[Word], full: &str) -> bool {
-    opts(args).iter().any(|w| long_is(&w.lit, full))
-}
-
-/// Values given to `-c VALUE`/`-cVALUE` or `--long=VALUE`/`--long VALUE`.
-/// `takes` lists the other short options that take a value.
-fn opt_values(args: &[Word], short: Option<char>, long: Option<&str>, takes: &str) -> Vec<Word> {
-    let o = opts(args);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < o.len() {
-        let w = &o[i];
-        if let Some(rest) = w.lit.strip_prefix("--") {
-            if let Some(full) = long {
-                let (n, v) = match rest.split_once('=') {
-                    Some((n, v)) => (n, Some(v)),
-                    None => (rest, None),
-                };
-                if !n.is_empty() && full.starts_with(n) {
-                    match v {
-                        Some(v) => out.push(Word::derived(v, w)),
-                        None => {
-                            if let Some(next) = o.get(i + 1) {
-                                out.push(next.clone());
-                                i += 1;
-                            }
-                        }
-                    }
-                }
-            }
-        } else if let Some(rest) = w.lit.strip_prefix('-') {
-            for (k, ch) in rest.char_indices() {
-                let tail = &rest[k + ch.len_utf8()..];
-                if Some(ch) == short {
-                    if tail.is_empty() {
-                        if let Some(next) = o.get(i + 1) {
-                            out.push(next.clone());
-                            i += 1;
-                        }
-                    } else {
-                        out.push(Word::derived(tail, w));
-                    }
-                    break;
-                }
-                if takes.contains(ch) {
-                    if tail.is_empty() {
-                        i += 1;
-                    }
-                    break;
-                }
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
-/// How many words an option word uses: 2 when its value is the next word.
-fn option_width(lit: &str, takes_short: &str, takes_long: &[&str]) -> usize {
-    if let Some(rest) = lit.strip_prefix("--") {
-        let needs = !rest.contains('=') && takes_long.iter().any(|l| long_is(lit, l));
-        return if needs { 2 } else { 1 };
-    }
-    let rest = &lit[1..];
-    for (k, ch) in rest.char_indices() {
-        if takes_short.contains(ch) {
-            return if rest[k + ch.len_utf8()..].is_empty() {
-                2
-            } else {
-                1
-            };
-        }
-    }
-    1
-}
-
-fn is_option(w: &Word) -> bool {
-    w.lit.len() > 1 && w.lit.starts_with('-')
-}
-
-/// Non-option arguments (options may follow operands, GNU style).
-fn operands<'w>(args: &'w [Word], takes_short: &str, takes_long: &[&str]) -> Vec<&'w Word> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let w = &args[i];
-        if w.lit == "--" {
-            out.extend(&args[i + 1..]);
-            break;
-        }
-        if is_option(w) {
-            i += option_width(&w.lit, takes_short, takes_long);
-        } else {
-            out.push(w);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// A wrapper's options, up to the first operand: returns the words from
-/// there (the wrapped command).
-/// A wrapper's own options: the words of `args` before `rest`, the
-/// command it runs (as [`skip_opts`] found it).
-fn wrapper_opts<'w>(args: &'w [Word], rest: &[Word]) -> &'w [Word] {
-    &args[..args.len().saturating_sub(rest.len())]
-}
-
-fn skip_opts<'w>(args: &'w [Word], takes_short: &str, takes_long: &[&str]) -> &'w [Word] {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        if w.lit == "--" {
-            return args.get(i + 1..).unwrap_or(&[]);
-        }
-        if !is_option(w) {
-            return &args[i..];
-        }
-        i += option_width(&w.lit, takes_short, takes_long);
-    }
-    &[]
-}
-
-// ---- program names, variables, write targets -------------------------
+// ---- program names and variables -------------------------------------
 
 const SYSTEM_DIRS: &[&str] = &[
     "/bin",
@@ -840,7 +578,7 @@ const SYSTEM_DIRS: &[&str] = &[
 /// The table name for a program word: `/usr/bin/ls` is `ls`; a program
 /// from an expansion, a glob, the home directory, the workspace (`./x`,
 /// `bin/x`) or any other path is unknown code (`Err` with the reason).
-pub(super) fn resolve(w: &Word) -> Result<String, String> {
+pub(crate) fn resolve(w: &Word) -> Result<String, String> {
     let lit = &w.lit;
     if w.dynamic {
         return Err(format!(
@@ -885,7 +623,11 @@ const DANGEROUS_VARS: &[&str] = &[
     "GIT_*",
     "BASH_ENV",
     "ENV",
+    "CDPATH",
     "BASH_FUNC_*",
+    "BASH_XTRACEFD",
+    "BASH_COMPAT",
+    "BASH_ARGV0",
     "*PAGER",
     "*EDITOR",
     "VISUAL",
@@ -893,6 +635,7 @@ const DANGEROUS_VARS: &[&str] = &[
     "IFS",
     "PS1",
     "PS2",
+    "PS3",
     "PS4",
     "PROMPT_COMMAND",
     "*HOME",
@@ -911,12 +654,15 @@ const DANGEROUS_VARS: &[&str] = &[
     "SHELLOPTS",
     "BASHOPTS",
     "GLOBIGNORE",
+    "EXECIGNORE",
     "*_CONFIG",
     "*CONF",
     "*RC",
     "HOSTALIASES",
     "RESOLV_*",
     "GCONV_*",
+    "LOCPATH",
+    "NLSPATH",
     "OPENSSL_*",
     "TERMINFO*",
     "npm_config_*",
@@ -928,171 +674,92 @@ const DANGEROUS_VARS: &[&str] = &[
     "CXX",
     "MAKEFLAGS",
     "SSH_*",
+    "TMPDIR",
+    "POSIXLY_CORRECT",
+    "GLIBC_TUNABLES",
+    "MALLOC_*",
 ];
 
-pub(super) fn dangerous_var(name: &str) -> bool {
+pub(crate) fn dangerous_var(name: &str) -> bool {
     in_table(DANGEROUS_VARS, name)
 }
 
-/// What writing a file does.
-pub(super) enum Target {
-    Harmless,
-    Risk(Risk, String),
-    Deny(String),
-}
-
-/// Lexically normalised components of an absolute path (`..` stops at `/`).
-fn components(path: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-const BLOCK_DEVICES: &[&str] = &[
-    "sd*", "hd*", "vd*", "xvd*", "nvme*", "mmcblk*", "loop*", "md*", "dm-*", "sr*", "mtd*", "ubi*",
-    "nbd*", "rbd*", "mem", "kmem", "port", "root", "disk", "mapper", "zram*",
+/// Variables the shell itself gives a meaning to (bash and dash), beyond
+/// the dangerous ones: assigning one is not in the safe subset.
+const SHELL_VARS: &[&str] = &[
+    "BASH*",
+    "CDPATH",
+    "HIST*",
+    "histchars",
+    "FUNCNEST",
+    "OPTARG",
+    "OPTIND",
+    "OPTERR",
+    "MAIL*",
+    "TMOUT",
+    "TIMEFORMAT",
+    "FCEDIT",
+    "FIGNORE",
+    "HOSTFILE",
+    "IGNOREEOF",
+    "INPUTRC",
+    "COMP*",
+    "READLINE_*",
+    "PWD",
+    "OLDPWD",
+    "REPLY",
+    "SECONDS",
+    "RANDOM",
+    "SRANDOM",
+    "LINENO",
+    "EPOCH*",
+    "PIPESTATUS",
+    "DIRSTACK",
+    "GROUPS",
+    "UID",
+    "EUID",
+    "PPID",
+    "SHLVL",
+    "COPROC",
+    "FUNCNAME",
+    "COLUMNS",
+    "LINES",
+    "PROMPT_DIRTRIM",
+    "PS0",
+    "EMACS",
+    "INSIDE_EMACS",
+    "CHILD_MAX",
+    "GLOBSORT",
 ];
 
-const STARTUP_FILES: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".kshrc",
-    ".cshrc",
-    ".tcshrc",
-    ".inputrc",
-    ".gitconfig",
-    ".gitattributes",
-    ".npmrc",
-    ".pypirc",
-    ".netrc",
-    ".envrc",
-    ".pam_environment",
-    ".wgetrc",
-    ".curlrc",
-    ".lesskey",
-    ".vimrc",
-    ".exrc",
-    ".pincer",
-];
-
-/// The verdict on a file a command writes.
-pub(super) fn write_target(w: &Word) -> Target {
-    let lit = w.lit.as_str();
-    if w.dynamic {
-        return Target::Risk(
-            Risk::High,
-            format!("writes to `{lit}`, a path that comes from an expansion"),
-        );
-    }
-    if lit.starts_with('~') {
-        return Target::Risk(Risk::High, format!("writes `{lit}`, outside the workspace"));
-    }
-    if lit.starts_with('/') {
-        let c = components(lit);
-        let path = format!("/{}", c.join("/"));
-        if matches!(
-            path.as_str(),
-            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "/dev/zero"
-        ) || (c.len() == 3 && c[0] == "dev" && c[1] == "fd")
-        {
-            return Target::Harmless;
-        }
-        if c.len() >= 2 && c[0] == "dev" && in_table(BLOCK_DEVICES, c[1]) {
-            return Target::Deny(format!("writes the block device or memory `{path}`"));
-        }
-        if path == "/proc/sysrq-trigger" {
-            return Target::Deny("writes `/proc/sysrq-trigger`, which can halt the machine".into());
-        }
-        if matches!(c.first(), Some(&("dev" | "proc" | "sys"))) {
-            return Target::Risk(
-                Risk::High,
-                format!("writes the device or kernel file `{path}`"),
-            );
-        }
-        if matches!(c.first(), Some(&"tmp")) || c.starts_with(&["var", "tmp"]) {
-            return Target::Risk(Risk::Medium, format!("writes `{path}`"));
-        }
-        return Target::Risk(
-            Risk::High,
-            format!("writes `{path}`, outside the workspace"),
-        );
-    }
-    let parts: Vec<&str> = lit.split('/').collect();
-    if parts.contains(&"..") {
-        return Target::Risk(
-            Risk::High,
-            format!("writes `{lit}`, which may be outside the workspace"),
-        );
-    }
-    if parts
-        .iter()
-        .any(|p| *p == ".git" || *p == ".ssh" || *p == ".config")
-    {
-        return Target::Risk(
-            Risk::High,
-            format!("writes `{lit}`, configuration that runs code later (hooks, pagers, keys)"),
-        );
-    }
-    if parts.iter().any(|p| STARTUP_FILES.contains(p)) {
-        return Target::Risk(
-            Risk::High,
-            format!("writes `{lit}`, a startup or configuration file that runs code later"),
-        );
-    }
-    Target::Risk(Risk::Medium, format!("writes `{lit}`"))
+/// `NAME=value` in the shell alone is outside the safe subset.
+pub(crate) fn special_var(name: &str) -> bool {
+    dangerous_var(name) || in_table(SHELL_VARS, name)
 }
 
-/// A path whose recursive removal or `chmod -R` wrecks the system or the
-/// home directory: `/`, `/*`, any top-level directory, `/usr/lib`-like
-/// second levels, `~`, `$HOME`.
-fn rootish(w: &Word) -> bool {
-    let mut lit = w.lit.as_str();
-    let home;
-    for prefix in ["$HOME", "${HOME}"] {
-        if let Some(rest) = lit.strip_prefix(prefix) {
-            home = format!("~{rest}");
-            lit = home.as_str();
-            break;
-        }
-    }
-    if let Some(rest) = lit.strip_prefix('~') {
-        // `~`, `~/`, `~/*`, `~user`: the whole home directory.
-        let (user, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let c = components(path);
-        return user.chars().all(|ch| ch != '$')
-            && (c.is_empty() || (c.len() == 1 && c[0].chars().all(|ch| "*?.".contains(ch))));
-    }
-    if !lit.starts_with('/') || w.dynamic && !lit.starts_with("/$") && lit.contains('$') {
+/// Exporting `NAME` to the programs a command runs is known harmless:
+/// names with a lower-case letter (programs read upper-case ones, by
+/// convention; the proxy variables are the exception), and the locale,
+/// time zone and colour variables.
+pub(crate) fn harmless_export(name: &str) -> bool {
+    const SAFE: &[&str] = &[
+        "LC_*",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "TERM",
+    ];
+    if special_var(name) {
         return false;
     }
-    let c = components(lit);
-    const SYSTEM_TOP: &[&str] = &[
-        "usr", "etc", "home", "boot", "var", "bin", "sbin", "lib", "lib32", "lib64", "opt", "root",
-        "srv",
-    ];
-    match c.as_slice() {
-        [] | [_] => true,
-        [top, _] => SYSTEM_TOP.contains(top) || top.contains(['*', '?']),
-        _ => false,
-    }
+    (name.chars().any(|c| c.is_ascii_lowercase()) && !name.to_ascii_lowercase().ends_with("_proxy"))
+        || in_table(SAFE, name)
 }
 
-// ---- programs --------------------------------------------------------
+// ---- destructive programs --------------------------------------------
 
 fn rm(args: &[Word]) -> Rule<'_> {
     let mut r = Rule::high("`rm` deletes files");
@@ -1101,162 +768,166 @@ fn rm(args: &[Word]) -> Rule<'_> {
     }
     let recursive =
         any_short(args, 'r', "") || any_short(args, 'R', "") || any_long(args, "recursive");
-    if recursive && let Some(t) = operands(args, "", &[]).into_iter().find(|w| rootish(w)) {
-        r = r.deny(format!(
-            "`rm -r` on `{}` deletes a whole system or home tree",
-            t.lit
-        ));
+    if recursive {
+        for t in operands(args, "", &[]) {
+            r.effects
+                .push(Effect::RemoveTree(t.clone(), "`rm -r`".into()));
+        }
     }
     r
+}
+
+/// A pid argument of `kill` as a number: `-01` is -1.
+fn signed(lit: &str) -> Option<i64> {
+    let (neg, digits) = match lit.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, lit),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let v: i64 = digits.trim_start_matches('0').parse().unwrap_or(0);
+    Some(if neg { -v } else { v })
 }
 
 fn kill(args: &[Word]) -> Rule<'_> {
     let r = Rule::high("`kill` stops processes");
-    // The first `-SIG`/`-N` is the signal; a later `-1` is "every process".
+    // Options, then pids; the first `-SIG`/`-N` is the signal.
     let mut rest = args;
-    match rest.first().map(|w| w.lit.as_str()) {
-        Some("-s" | "-n") => rest = rest.get(2..).unwrap_or(&[]),
-        Some("--") => rest = &rest[1..],
-        Some(s) if s.starts_with('-') => rest = &rest[1..],
-        _ => {}
+    let mut signal_given = false;
+    while let Some(w) = rest.first() {
+        let lit = w.lit.as_str();
+        match lit {
+            "--" => {
+                rest = &rest[1..];
+                break;
+            }
+            "-s" | "-n" | "--signal" | "-q" | "--queue" => {
+                rest = rest.get(2..).unwrap_or(&[]);
+                signal_given = true;
+            }
+            "-l" | "-L" | "--list" | "--table" => return Rule::low("`kill -l` lists signals"),
+            _ if lit.starts_with('-') && !signal_given && lit.len() > 1 => {
+                rest = &rest[1..];
+                signal_given = true;
+            }
+            _ => break,
+        }
     }
-    if rest.iter().any(|w| w.lit == "-1") {
-        return r.deny("`kill -1` signals every process the user owns");
+    for w in rest {
+        if w.dynamic {
+            continue;
+        }
+        match signed(&w.lit) {
+            Some(-1) => {
+                return r.deny(format!(
+                    "`kill {}` signals every process the user owns",
+                    w.lit
+                ));
+            }
+            Some(v) if v < -1 => {
+                return r.at_least(
+                    Risk::High,
+                    format!("`kill {}` signals a whole process group", w.lit),
+                );
+            }
+            _ => {}
+        }
     }
     r
 }
 
-fn printf(args: &[Word]) -> Rule<'_> {
-    match args.first() {
-        Some(w) if w.dynamic => Rule::high(format!(
-            "argument `{}` may expand to `printf -v`, which sets a variable",
-            w.lit
-        )),
-        Some(w) if w.lit.starts_with("-v") => {
-            let name = if w.lit == "-v" {
-                args.get(1).map(|n| n.lit.as_str()).unwrap_or("")
-            } else {
-                &w.lit[2..]
-            };
-            if dangerous_var(name) || name.contains('[') {
-                Rule::high(format!(
-                    "`printf -v {name}` sets a variable that changes what runs"
-                ))
-            } else {
-                Rule::low("`printf` only prints or sets a variable")
-            }
-        }
-        _ => Rule::low("`printf` only prints"),
-    }
-}
-
-fn declare<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
-    if any_short(args, 'f', "") {
-        return Rule::high(format!("`{name} -f` exports or changes shell functions"));
-    }
-    if any_short(args, 'n', "") {
-        return Rule::high(format!(
-            "`{name} -n` makes a name reference, through which any variable can be set"
+fn systemctl(args: &[Word]) -> Rule<'_> {
+    let ops = operands(
+        args,
+        "tpHMns",
+        &["type", "property", "host", "machine", "signal"],
+    );
+    const POWER: &[&str] = &[
+        "poweroff",
+        "reboot",
+        "halt",
+        "kexec",
+        "emergency",
+        "rescue",
+        "soft-reboot",
+        "suspend",
+        "hibernate",
+        "hybrid-sleep",
+        "suspend-then-hibernate",
+        "sleep",
+        "exit",
+    ];
+    const STARTERS: &[&str] = &[
+        "isolate",
+        "start",
+        "restart",
+        "reload-or-restart",
+        "try-restart",
+        "enable",
+        "reenable",
+        "set-default",
+    ];
+    let Some(sub) = ops.first() else {
+        return Rule::high("`systemctl` changes system services");
+    };
+    let sub_lit = sub.lit.as_str();
+    if POWER.contains(&sub_lit) {
+        return Rule::high("`systemctl` changes the system").deny(format!(
+            "`systemctl {sub_lit}` stops or restarts the machine"
         ));
     }
-    for w in args.iter().filter(|w| !is_option(w)) {
-        let var = w.lit.split(['=', '[']).next().unwrap_or("");
-        if dangerous_var(var) || w.lit.contains("$(") || w.lit.contains('`') {
-            return Rule::high(format!(
-                "`{name} {}` sets a variable that changes what programs run",
-                w.lit
-            ));
-        }
-    }
-    Rule::low(format!("`{name}` only sets variables"))
-}
-
-/// `test`/`[`/`[[`: read-only, except that `-v` and (in `[[`) arithmetic
-/// comparisons evaluate array subscripts, and bash runs a `$( … )` found
-/// in one (`[[ 'a[$(id)]' -eq 1 ]]`).
-fn test<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
-    let arith = ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
-    let evaluates = args.iter().any(|w| {
-        w.lit == "-v"
-            || (name == "[[" && arith.contains(&w.lit.as_str()))
-            // An unquoted expansion may split into `-v NAME`.
-            || (name != "[[" && w.dynamic && !w.quoted)
-    });
-    let hidden = args.iter().any(|w| {
-        (name == "[[" && w.dynamic)
-            || w.lit.contains("$(")
-            || w.lit.contains('`')
-            || w.lit.contains('[')
-    });
-    if evaluates && hidden {
-        Rule::high(format!(
-            "`{name}` evaluates an array subscript or arithmetic whose text may run a command"
-        ))
-    } else {
-        Rule::low(format!("`{name}` only tests"))
-    }
-}
-
-fn env(args: &[Word]) -> Rule<'_> {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let lit = w.lit.as_str();
-        if lit == "--" {
-            i += 1;
-            break;
-        }
-        if lit == "-" || !lit.starts_with('-') {
-            break;
-        }
-        if short_has(lit, 'S', "uC") || long_is(lit, "split-string") {
-            let mut script = match lit.strip_prefix("--").and_then(|l| l.split_once('=')) {
-                Some((_, v)) => v.to_string(),
-                None if lit.ends_with('S') || lit.starts_with("--") => {
-                    i += 1;
-                    args.get(i).map(|w| w.lit.clone()).unwrap_or_default()
-                }
-                None => lit
-                    .split_once('S')
-                    .map(|(_, v)| v.to_string())
-                    .unwrap_or_default(),
-            };
-            for w in args.get(i + 1..).unwrap_or(&[]) {
-                script.push(' ');
-                script.push_str(&w.lit);
-            }
-            return Rule::low("`env -S` splits a string into a command").then(Then::Script(script));
-        }
-        let known_long = [
-            "ignore-environment",
-            "null",
-            "unset",
-            "chdir",
-            "debug",
-            "block-signal",
-            "default-signal",
-            "ignore-signal",
-            "list-signal-handling",
-        ];
-        if lit.starts_with("--") {
-            if !known_long.iter().any(|l| long_is(lit, l)) {
-                return Rule::high(format!(
-                    "`env {lit}` is an option this classifier does not know"
+    if STARTERS.contains(&sub_lit) {
+        for unit in &ops[1..] {
+            let u = unit.lit.strip_suffix(".target").unwrap_or(&unit.lit);
+            let u = u.strip_suffix(".service").unwrap_or(u);
+            if POWER.contains(&u) || matches!(u, "shutdown" | "ctrl-alt-del" | "final") {
+                return Rule::high("`systemctl` changes the system").deny(format!(
+                    "`systemctl {sub_lit} {}` stops or restarts the machine",
+                    unit.lit
                 ));
             }
-        } else if lit[1..].chars().any(|c| !"i0uCv".contains(c)) {
-            return Rule::high(format!(
-                "`env {lit}` is an option this classifier does not know"
-            ));
+            if unit.dynamic || unit.glob {
+                return Rule::high(format!(
+                    "`systemctl {sub_lit} {}`: the unit may be one that stops the machine",
+                    unit.lit
+                ));
+            }
         }
-        i += option_width(lit, "uC", &["unset", "chdir"]);
     }
-    let rest = args.get(i..).unwrap_or(&[]);
-    let program = rest.iter().find(|w| w.assignment().is_none());
-    if program.is_none() {
-        // Only assignments (checked by the caller) and no command.
-        return Rule::low("`env` only prints the environment").then(Then::Run(rest));
+    Rule::high("`systemctl` changes system services")
+}
+
+// ---- wrappers --------------------------------------------------------
+
+fn sudo<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
+    let why = format!("`{name}` runs the command with other privileges");
+    let rest = match name {
+        "sudo" => skip_opts(
+            args,
+            "ugpCDrtThU",
+            &[
+                "user",
+                "group",
+                "host",
+                "prompt",
+                "close-from",
+                "chdir",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+            ],
+        ),
+        "doas" => skip_opts(args, "uC", &[]),
+        _ => skip_opts(args, "", &["user"]),
+    };
+    // Only sudo's own options count: `sudo find . -exec` is not `sudo -e`.
+    let own = wrapper_opts(args, rest);
+    if name == "sudo" && (any_short(own, 'e', "ugpCDrtThU") || any_long(own, "edit")) {
+        return Rule::high(why);
     }
-    Rule::low("`env` runs the command it is given").then(Then::Run(rest))
+    Rule::high(why).then(Then::Run(rest))
 }
 
 fn su<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
@@ -1268,7 +939,11 @@ fn su<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
                 "{why}, from a command string that comes from an expansion"
             ));
         }
-        return Rule::high(why).then(Then::Script(c.lit.clone()));
+        return Rule::high(why).then(Then::Script {
+            src: c.lit.clone(),
+            shells: Dialects::Both,
+            args: Some(Vec::new()),
+        });
     }
     if name == "runuser" && any_short(args, 'u', "sgGw") {
         let rest = skip_opts(
@@ -1328,8 +1003,13 @@ fn parallel(args: &[Word]) -> Rule<'_> {
             "`parallel` without a command runs the commands it reads from its input",
         );
     }
-    Rule::medium("`parallel` runs a shell command whose arguments come from its input")
-        .then(Then::Script(super::joined(&rest[..end])))
+    Rule::medium("`parallel` runs a shell command whose arguments come from its input").then(
+        Then::Script {
+            src: joined(&rest[..end]),
+            shells: Dialects::Both,
+            args: None,
+        },
+    )
 }
 
 fn flock(args: &[Word]) -> Rule<'_> {
@@ -1356,6 +1036,11 @@ fn flock(args: &[Word]) -> Rule<'_> {
         Rule::medium(format!("`flock` may create the lock file `{}`", file.lit)).writes(file)
     };
     let mut rest = &args[i + 1..];
+    let script = |s: &Word| Then::Script {
+        src: s.lit.clone(),
+        shells: Dialects::Both,
+        args: Some(Vec::new()),
+    };
     if let Some(first) = rest.first()
         && (first.lit == "-c" || long_is(&first.lit, "command"))
     {
@@ -1370,7 +1055,7 @@ fn flock(args: &[Word]) -> Rule<'_> {
                 "the `flock -c` command string comes from an expansion",
             );
         }
-        return r.then(Then::Script(s.lit));
+        return r.then(script(&s));
     }
     if let Some(c) = cmd.first() {
         if c.dynamic {
@@ -1379,7 +1064,7 @@ fn flock(args: &[Word]) -> Rule<'_> {
                 "the `flock -c` command string comes from an expansion",
             );
         }
-        return r.then(Then::Script(c.lit.clone()));
+        return r.then(script(c));
     }
     if rest.first().is_some_and(|w| w.lit == "--") {
         rest = &rest[1..];
@@ -1388,9 +1073,28 @@ fn flock(args: &[Word]) -> Rule<'_> {
     r
 }
 
-fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
+/// `set -o NAME` options that change nothing the classifier models.
+pub(crate) const HARMLESS_SET_O: &[&str] = &[
+    "errexit",
+    "nounset",
+    "pipefail",
+    "xtrace",
+    "verbose",
+    "noglob",
+    "noclobber",
+    "notify",
+    "hashall",
+    "errtrace",
+    "functrace",
+    "noexec",
+    "physical",
+];
+
+/// `sh`, `bash`… as a program.
+fn shell<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
     let mut command = false;
     let mut i = 0;
+    let mut opts_seen: Vec<&str> = Vec::new();
     while let Some(w) = args.get(i) {
         let lit = w.lit.as_str();
         if lit == "--" || lit == "-" {
@@ -1404,6 +1108,7 @@ fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
             if long_is(lit, "rcfile") || long_is(lit, "init-file") {
                 return Rule::high(format!("`{name} {lit}` runs a startup file"));
             }
+            opts_seen.push(lit);
             i += 1;
             continue;
         }
@@ -1411,13 +1116,32 @@ fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
         if flags.contains('c') {
             command = true;
         }
-        i += if flags.ends_with('o') || flags.ends_with('O') {
-            2
+        let next = args.get(i + 1).map_or("", |w| w.lit.as_str());
+        if (lit.starts_with('-') && flags.contains('m'))
+            || (flags.ends_with('o') && next == "monitor")
+        {
+            return Rule::high(format!(
+                "`{name} {lit}` turns on job control: background commands leave the tool's process group, so the time limit cannot stop them"
+            ));
+        }
+        if flags.ends_with('o') || flags.ends_with('O') {
+            let name = next;
+            if !HARMLESS_SET_O.contains(&name) {
+                opts_seen.push(lit);
+            }
+            opts_seen.push(&lit[..lit.len() - 1]);
+            i += 2;
         } else {
-            1
-        };
+            opts_seen.push(lit);
+            i += 1;
+        }
     }
     let rest = args.get(i..).unwrap_or(&[]);
+    let Some(dialects) = dialects_of(name) else {
+        return Rule::high(format!(
+            "`{name}` is a shell whose syntax this classifier does not model"
+        ));
+    };
     if command {
         return match rest.first() {
             None => Rule::high(format!("`{name} -c` without a command string")),
@@ -1425,8 +1149,28 @@ fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
                 "`{name} -c` runs a command string that comes from an expansion (`{}`)",
                 s.lit
             )),
-            Some(s) => Rule::low(format!("`{name} -c` runs the string it is given"))
-                .then(Then::Script(s.lit.clone())),
+            Some(s) => {
+                // Only options that change nothing the classifier models
+                // keep it low: `-e`, `-u`, `-x`, `-o pipefail`… A login or
+                // interactive shell (`-l`, `-i`) reads startup files, here
+                // the workspace's own `~/.profile`.
+                let mut r = Rule::low(format!("`{name} -c` runs the string it is given"));
+                if let Some(o) = opts_seen.iter().find(|o| {
+                    let set = o.trim_start_matches(['-', '+']);
+                    !(set.chars().all(|c| "cefuvxC".contains(c))
+                        || matches!(**o, "--noprofile" | "--norc"))
+                }) {
+                    r = r.at_least(
+                        Risk::Medium,
+                        format!("`{name} {o}` is not an option known to be harmless"),
+                    );
+                }
+                r.then(Then::Script {
+                    src: s.lit.clone(),
+                    shells: dialects,
+                    args: Some(rest[1..].to_vec()),
+                })
+            }
         };
     }
     if let Some(script) = rest.first() {
@@ -1435,10 +1179,21 @@ fn shell<'w>(name: &str, args: &'w [Word], stdin: Stdin) -> Rule<'w> {
             script.lit
         ));
     }
-    match stdin {
-        Stdin::Pipe => Rule::high(format!("`{name}` runs code read from a pipe")),
-        Stdin::HereDoc => Rule::high(format!("`{name}` runs code from a here-document")),
-        Stdin::Inherited => Rule::high(format!("`{name}` runs code read from its standard input")),
+    match (cx.stdin, cx.stdin_text) {
+        // The script is right there: classified too (a denied command in it
+        // is denied), though code read from input stays high.
+        (Stdin::HereDoc, Some(text)) => {
+            Rule::high(format!("`{name}` runs code from a here-document")).then(Then::Script {
+                src: text.to_string(),
+                shells: dialects,
+                args: Some(Vec::new()),
+            })
+        }
+        (Stdin::Pipe, _) => Rule::high(format!("`{name}` runs code read from a pipe")),
+        (Stdin::HereDoc, None) => Rule::high(format!("`{name}` runs code from a here-document")),
+        (Stdin::Inherited, _) => {
+            Rule::high(format!("`{name}` runs code read from its standard input"))
+        }
     }
 }
 
@@ -1449,12 +1204,16 @@ fn pager<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
     if name == "man"
         && (any_short(args, 'P', "MSsmLeCRr")
             || any_short(args, 'H', "MSsmLeCRrP")
+            || any_short(args, 'C', "MSsmLeRrP")
             || any_long(args, "pager")
             || any_long(args, "html")
             || any_long(args, "preprocessor")
+            || any_long(args, "config-file")
             || any_short(args, 'l', "MSsmLeCRrP"))
     {
-        return Rule::high("`man` with a pager, browser or local file runs what it is told");
+        return Rule::high(
+            "`man` with a pager, browser, configuration or local file runs what it is told",
+        );
     }
     Rule::medium(format!(
         "`{name}` is read-only, but an interactive pager can run a shell through `!`"
@@ -1462,6 +1221,12 @@ fn pager<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
 }
 
 fn writer<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
+    for (prog, opt, why) in WRITERS_THAT_RUN {
+        if *prog == name && (any_long(args, opt) || args.iter().any(|w| w.lit == format!("-{opt}")))
+        {
+            return Rule::high(*why);
+        }
+    }
     let mut r = Rule::medium(format!("`{name}` writes files"));
     let (takes, long): (&str, &[&str]) = match name {
         "cp" | "mv" | "ln" => ("tS", &["target-directory", "suffix"]),

@@ -376,7 +376,10 @@ impl FileList {
             "List a directory in the workspace: one line per entry with its type (file, dir, symlink, \
              other), its path from the workspace root and, for files, its size. Sorted by name; \
              `recursive: true` descends into subdirectories (never through symlinks). `path` defaults \
-             to the workspace root \".\"; at most `max_entries` entries (default and maximum {max})."
+             to the workspace root \".\"; at most `max_entries` entries (default and maximum {max}). \
+             A name with a blank, a quote, a backslash, a control character (a newline) or bytes that \
+             are not UTF-8 is shown in double quotes with escapes (\\n, \\\", \\\\, \\u{{1b}}, \\xff), so \
+             each entry is one line."
         );
         FileList {
             ws: Gated::new(ws),
@@ -388,9 +391,58 @@ impl FileList {
 
 struct Frame {
     fd: OwnedFd,
-    prefix: String,
+    /// The directory's path from the workspace root, as raw bytes.
+    prefix: Vec<u8>,
     names: Vec<OsString>,
     next: usize,
+}
+
+/// A path as `file_list` shows it. Bare when every character is printable,
+/// not a blank, a quote or a backslash, and the bytes are UTF-8; otherwise
+/// in double quotes with escapes (`\"`, `\\`, `\n`, `\t`, `\u{1b}` for
+/// other control characters, `\xff` for a byte that is not UTF-8). So every
+/// entry is one line, and no name can pass for another entry, a size or a
+/// link target.
+pub(crate) fn shown_path(bytes: &[u8]) -> String {
+    let plain = std::str::from_utf8(bytes).ok().filter(|s| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| !c.is_control() && !c.is_whitespace() && c != '"' && c != '\\')
+    });
+    if let Some(s) = plain {
+        return s.to_string();
+    }
+    let mut out = String::from("\"");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `prefix/name` as raw bytes.
+fn joined(prefix: &[u8], name: &OsStr) -> Vec<u8> {
+    let name = <OsStr as std::os::unix::ffi::OsStrExt>::as_bytes(name);
+    if prefix.is_empty() {
+        return name.to_vec();
+    }
+    let mut p = prefix.to_vec();
+    p.push(b'/');
+    p.extend_from_slice(name);
+    p
 }
 
 fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
@@ -417,9 +469,9 @@ fn list_blocking(
     let base = ws
         .relative(user)?
         .iter()
-        .map(|c| c.to_string_lossy().into_owned())
+        .map(|c| <OsStr as std::os::unix::ffi::OsStrExt>::as_bytes(c).to_vec())
         .collect::<Vec<_>>()
-        .join("/");
+        .join(&b'/');
     let dir = match ws.resolve(user, false)? {
         Resolved::Dir(fd) => fd,
         Resolved::Child { parent, name } => rustix::fs::openat(
@@ -459,12 +511,8 @@ fn list_blocking(
             truncated = true;
             break;
         }
-        let shown = name.to_string_lossy();
-        let path = if frame.prefix.is_empty() {
-            shown.into_owned()
-        } else {
-            format!("{}/{shown}", frame.prefix)
-        };
+        let raw = joined(&frame.prefix, &name);
+        let path = shown_path(&raw);
         let st = match rustix::fs::statat(&frame.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue, // removed since the directory was read
@@ -481,7 +529,10 @@ fn list_blocking(
         let mut descend = None;
         match ft {
             FileType::Directory => {
-                lines.push(format!("dir      {path}/"));
+                let mut slash = raw.clone();
+                slash.push(b'/');
+                let dir_shown = shown_path(&slash);
+                lines.push(format!("dir      {dir_shown}"));
                 if recursive {
                     match rustix::fs::openat(
                         &frame.fd,
@@ -498,20 +549,20 @@ fn list_blocking(
                                 Ok(names) => {
                                     descend = Some(Frame {
                                         fd,
-                                        prefix: path,
+                                        prefix: raw,
                                         names,
                                         next: 0,
                                     });
                                 }
                                 Err(e) => lines.push(format!(
-                                    "         (could not list {path}/: {})",
+                                    "         (could not list {dir_shown}: {})",
                                     std::io::Error::from(e)
                                 )),
                             }
                         }
-                        _ => {
-                            lines.push(format!("         ({path}/ changed while listing; skipped)"))
-                        }
+                        _ => lines.push(format!(
+                            "         ({dir_shown} changed while listing; skipped)"
+                        )),
                     }
                 }
             }
@@ -520,7 +571,7 @@ fn list_blocking(
             }
             FileType::Symlink => {
                 let target = rustix::fs::readlinkat(&frame.fd, name.as_os_str(), Vec::new())
-                    .map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned())
+                    .map(|t| shown_path(t.as_bytes()))
                     .unwrap_or_else(|_| "?".to_string());
                 lines.push(format!("symlink  {path} -> {target}"));
             }
@@ -532,6 +583,7 @@ fn list_blocking(
     }
 
     let what = if recursive { " (recursive)" } else { "" };
+    let user = shown_path(user.as_bytes());
     if lines.is_empty() {
         return Ok(format!("`{user}` is empty{what}"));
     }

@@ -24,7 +24,8 @@ pub mod workspace;
 
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
 pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
-pub use shell::{ShellEnv, ShellTool};
+pub use pincer_shell::Shell as ShellDialect;
+pub use shell::{ShellEnv, ShellProgram, ShellProgramError, ShellTool};
 pub use shell_sandbox::ShellSandbox;
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 

@@ -1,10 +1,18 @@
 //! The `shell` tool (TL2, SB3).
 //!
-//! **Risk comes from the shell classifier** (the `pincer-shell` crate):
-//! the command is parsed part by part (wrappers, `sh -c`, pipes, command
-//! substitution, redirections, options that run programs), read-only
-//! commands are low, writes medium, destructive/network/privilege or unknown
-//! programs high, and a deny list blocks at every autonomy level (PO2).
+//! **Risk comes from the shell classifier** (the `pincer-shell` crate),
+//! for the one shell this tool runs ([`ShellProgram`]: `/bin/dash` unless
+//! the caller chooses bash with [`ShellTool::with_shell`]): the command is
+//! parsed part by part the way that shell reads it (wrappers, `sh -c`,
+//! pipes, substitutions, redirections, options that run programs). Only a
+//! command in the classifier's documented safe subset is low; writes are
+//! medium; destructive/network/privilege, unknown programs and anything not
+//! understood high; a deny list blocks at every autonomy level (PO2). The
+//! assessment's detail names the shell the classification was made for.
+//!
+//! A `command` runs as `/bin/dash -c COMMAND`, or `/bin/bash --noprofile
+//! --norc -c COMMAND` (no startup files, which the classifier does not
+//! read); an `argv` runs directly, with no shell.
 //!
 //! **Every command runs in the OS sandbox** (`pincer-sandbox`, configured
 //! by [`ShellSandbox`]): its own user (when pincer is not root), mount,
@@ -130,10 +138,79 @@ fn absolute_entries(path: &OsStr) -> OsString {
 
 const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
 
+/// The shell that runs a `command`: an absolute path and the dialect the
+/// classifier models for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellProgram {
+    path: std::path::PathBuf,
+    dialect: pincer_shell::Shell,
+}
+
+/// A shell program that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellProgramError {
+    #[error("the shell program `{0}` is not an absolute path")]
+    NotAbsolute(String),
+}
+
+impl ShellProgram {
+    /// `/bin/dash`: Debian's, Ubuntu's and Raspberry Pi OS's `/bin/sh`.
+    pub fn dash() -> ShellProgram {
+        ShellProgram {
+            path: "/bin/dash".into(),
+            dialect: pincer_shell::Shell::Dash,
+        }
+    }
+
+    /// `/bin/bash`, run with `--noprofile --norc`.
+    pub fn bash() -> ShellProgram {
+        ShellProgram {
+            path: "/bin/bash".into(),
+            dialect: pincer_shell::Shell::Bash,
+        }
+    }
+
+    /// Another path to a shell of `dialect` (which must be what it is: the
+    /// classification holds only for the dialect it models).
+    pub fn new(
+        path: impl Into<std::path::PathBuf>,
+        dialect: pincer_shell::Shell,
+    ) -> Result<ShellProgram, ShellProgramError> {
+        let path = path.into();
+        if !path.is_absolute() {
+            return Err(ShellProgramError::NotAbsolute(path.display().to_string()));
+        }
+        Ok(ShellProgram { path, dialect })
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    pub fn dialect(&self) -> pincer_shell::Shell {
+        self.dialect
+    }
+
+    /// The arguments before the command string.
+    fn flags(&self) -> &'static [&'static str] {
+        match self.dialect {
+            pincer_shell::Shell::Dash => &["-c"],
+            pincer_shell::Shell::Bash => &["--noprofile", "--norc", "-c"],
+        }
+    }
+}
+
+impl Default for ShellProgram {
+    fn default() -> ShellProgram {
+        ShellProgram::dash()
+    }
+}
+
 /// `shell {argv | command, timeout_secs?}`. See the module doc.
 #[derive(Debug)]
 pub struct ShellTool {
     ws: Gated<Arc<Workspace>>,
+    shell: ShellProgram,
     deny_commands: Vec<String>,
     /// The workspace's protected paths (pincer's own state), as text.
     protected: Vec<String>,
@@ -177,12 +254,26 @@ fn command_text(args: &Value) -> Option<String> {
     }
 }
 
+/// The tool's description for the model.
 impl ShellTool {
     /// Program-name globs blocked at every autonomy level on top of the
     /// built-in deny list (`[policy] deny_commands`).
     pub fn with_deny_commands(mut self, patterns: Vec<String>) -> ShellTool {
         self.deny_commands = patterns;
         self
+    }
+
+    /// Runs `command`s with `shell` (default [`ShellProgram::dash`]), and
+    /// classifies them for its dialect.
+    pub fn with_shell(mut self, shell: ShellProgram) -> ShellTool {
+        self.shell = shell;
+        self.description = self.describe();
+        self
+    }
+
+    /// The shell `command`s run with.
+    pub fn shell(&self) -> &ShellProgram {
+        &self.shell
     }
 
     /// A shell tool whose commands run in the OS sandbox with
@@ -199,6 +290,7 @@ impl ShellTool {
             .shell_timeout_default
             .clamp(Duration::from_secs(1), timeout_max);
         let output_cap = limits.shell_output_cap.max(2);
+        let shell = ShellProgram::default();
         let protected = ws
             .protected_paths()
             .iter()
@@ -208,6 +300,7 @@ impl ShellTool {
         let mut tool = ShellTool {
             protected,
             ws: Gated::new(ws),
+            shell,
             deny_commands: Vec::new(),
             agent_id: agent_id.to_string(),
             env,
@@ -259,12 +352,14 @@ impl ShellTool {
         };
         format!(
             "Run a command in the workspace directory. Give exactly one of `argv` (a list: the program \
-             and its arguments, run directly with no shell) or `command` (a string run with sh -c, for \
-             pipes and redirections). {isolation} Read-only commands (ls, cat, grep, git log...) run \
-             without approval; anything else needs approval unless autonomy is `full`. Stdin is \
-             empty. `timeout_secs` defaults to {} (at most {}); on timeout everything the command \
-             started is killed. Output (stdout and stderr together) is capped at {} bytes. A \
-             non-zero exit status is reported, not an error.",
+             and its arguments, run directly with no shell) or `command` (a string run with {} -c, a \
+             {} shell, for pipes and redirections). {isolation} Read-only commands (ls, cat, grep, \
+             git log...) run without approval; anything else needs approval unless autonomy is \
+             `full`. Stdin is empty. `timeout_secs` defaults to {} (at most {}); on timeout \
+             everything the command started is killed. Output (stdout and stderr together) is \
+             capped at {} bytes. A non-zero exit status is reported, not an error.",
+            self.shell.path.display(),
+            self.shell.dialect,
             self.timeout_default.as_secs(),
             self.timeout_max.as_secs(),
             self.output_cap
@@ -590,7 +685,7 @@ impl Tool for ShellTool {
                     "command",
                     json!({
                         "type": "string",
-                        "description": "A command line run with sh -c. Give this or `argv`."
+                        "description": format!("A command line run with {} -c. Give this or `argv`.", self.shell.path.display())
                     }),
                 ),
                 (
@@ -617,7 +712,7 @@ impl Tool for ShellTool {
                 "the arguments are malformed, so the call is classified at the highest risk",
             );
         };
-        let c = pincer_shell::classify(&command, &self.deny_commands);
+        let c = pincer_shell::classify(&command, self.shell.dialect, &self.deny_commands);
         // The file tools refuse pincer's own state by identity; a shell
         // command can only be checked by its text, so this catches a
         // literal path only (`~/.pincer/...`, a relative path or a variable
@@ -634,7 +729,12 @@ impl Tool for ShellTool {
                 .on_hardware()
                 .with_subject(json!({"op": "shell", "bus": "shell", "touches": what}));
         }
-        a.detail = Some(json!({"command": command, "parts": c.parts, "hardware": c.hardware}));
+        a.detail = Some(json!({
+            "command": command,
+            "shell": c.shell,
+            "parts": c.parts,
+            "hardware": c.hardware,
+        }));
         a
     }
 
@@ -644,6 +744,7 @@ impl Tool for ShellTool {
             let a = Args::parse("shell", args, PARAMS)?;
             let argv = a.opt_str_array("argv")?;
             let command = a.opt_str("command")?;
+            let shell_path = self.shell.path.to_string_lossy();
             let (program, rest): (&str, Vec<&str>) = match (argv, command) {
                 (Some(_), Some(_)) => {
                     return Err(
@@ -652,7 +753,7 @@ impl Tool for ShellTool {
                 }
                 (None, None) => {
                     return Err(a.error(
-                        "missing required argument: give `argv` (program and arguments) or `command` (a string run with sh -c)",
+                        "missing required argument: give `argv` (program and arguments) or `command` (a string run with the shell)",
                     ));
                 }
                 (Some(v), None) => match v.split_first() {
@@ -663,7 +764,9 @@ impl Tool for ShellTool {
                     if c.trim().is_empty() {
                         return Err(a.error("argument `command` must not be empty"));
                     }
-                    ("/bin/sh", vec!["-c", c])
+                    let mut rest = self.shell.flags().to_vec();
+                    rest.push(c);
+                    (&*shell_path, rest)
                 }
             };
             if program.contains('\0') || rest.iter().any(|s| s.contains('\0')) {

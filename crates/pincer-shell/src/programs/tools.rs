@@ -1,28 +1,185 @@
-//! Programs whose options decide what they do: `find`, `sort`, `git`,
-//! `sed`, `awk`, `tar`. Each reads its options the way the real program
-//! does and raises the verdict for the ones that run programs or write.
+//! Programs whose options decide what they do: `find`, `sort`, `sed`,
+//! `awk`, `tar`, `xxd`, `date`, `hostname`, `file`, `tree`, `uniq`, `tee`,
+//! `rg` (`git` has its own file). Each reads its options the way the real
+//! program does; options that write, run a program or change the system
+//! raise the verdict, and any option not known to be harmless is medium.
 
-use super::*;
+use super::opts::{Paths, Spec, any_long, any_short, long_is, opt_values, opts, parse};
+use super::{Effect, Rule, RuleCx, Then};
+use crate::Risk;
+use crate::lex::Word;
+use crate::work::tick;
 
-pub(super) fn sort(args: &[Word]) -> Rule<'_> {
+pub(super) fn rule<'w>(name: &str, args: &'w [Word], cx: &RuleCx) -> Option<Rule<'w>> {
+    Some(match name {
+        "find" => find(args),
+        "sort" => sort(args, cx),
+        "git" => super::git::git(args, cx),
+        "sed" => sed(args),
+        "awk" | "gawk" | "mawk" | "nawk" => awk(name, args),
+        "tar" => tar(args, cx),
+        "xxd" => xxd(args),
+        "date" => date(args, cx),
+        "hostname" => hostname(args, cx),
+        "file" => file(args, cx),
+        "tree" => tree(args, cx),
+        "uniq" => uniq(args, cx),
+        "tee" => tee(args, cx),
+        "rg" => rg(args, cx),
+        _ => return None,
+    })
+}
+
+/// A rule from a spec's verdict: low, or medium naming the option.
+fn checked<'w>(name: &str, spec: &Spec, args: &[Word], cx: &RuleCx, what: &str) -> Rule<'w> {
+    let p = parse(spec, args, cx.env);
+    let r = match p.problem(name) {
+        None => Rule::low(format!("`{name}` {what}")),
+        Some(problem) => Rule::medium(problem),
+    };
+    r.paths(spec.paths)
+}
+
+fn sort<'w>(args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "bdfgiMhnRrVcCmsuzo",
+        "kStTo",
+        "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort \
+         ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort \
+         random-source= reverse sort= version-sort batch-size= check[=] debug key= merge \
+         output= stable buffer-size= field-separator= temporary-directory= parallel= unique \
+         zero-terminated help version",
+    )
+    .partial();
     if any_long(args, "compress-program") {
         return Rule::high("`sort --compress-program` runs a program");
     }
-    let mut r = Rule::low("`sort` only reads");
+    let mut r = checked("sort", &SPEC, args, cx, "only reads");
     for v in opt_values(args, Some('o'), Some("output"), "kStT") {
         r = r
             .at_least(Risk::Medium, "`sort -o` writes a file")
             .writes(&v);
     }
+    for v in opt_values(args, Some('T'), Some("temporary-directory"), "kSo") {
+        r = r
+            .at_least(Risk::Medium, "`sort -T` writes temporary files there")
+            .writes(&v);
+    }
     r
 }
 
-pub(super) fn find(args: &[Word]) -> Rule<'_> {
-    let mut r = Rule::low("`find` only reads");
+/// `find`'s primaries with no argument, and with one.
+const FIND_FLAGS: &[&str] = &[
+    "-depth",
+    "-d",
+    "-follow",
+    "-mount",
+    "-xdev",
+    "-noleaf",
+    "-ignore_readdir_race",
+    "-noignore_readdir_race",
+    "-daystart",
+    "-nowarn",
+    "-warn",
+    "-empty",
+    "-executable",
+    "-readable",
+    "-writable",
+    "-nouser",
+    "-nogroup",
+    "-prune",
+    "-quit",
+    "-print",
+    "-print0",
+    "-ls",
+    "-true",
+    "-false",
+    "-not",
+    "-a",
+    "-and",
+    "-o",
+    "-or",
+    "-help",
+    "--help",
+    "-version",
+    "--version",
+    "(",
+    ")",
+    "!",
+    ",",
+];
+const FIND_VALUED: &[&str] = &[
+    "-maxdepth",
+    "-mindepth",
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-regextype",
+    "-type",
+    "-xtype",
+    "-size",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-used",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-perm",
+    "-links",
+    "-inum",
+    "-samefile",
+    "-lname",
+    "-ilname",
+    "-fstype",
+    "-printf",
+    "-context",
+];
+
+/// Programs that delete what they are given.
+const DELETERS: &[&str] = &["rm", "unlink", "shred", "rmdir"];
+
+fn find(args: &[Word]) -> Rule<'_> {
+    let mut r = Rule::low("`find` only reads").paths(Paths::Named);
     let mut cmds = Vec::new();
     let mut i = 0;
+    // Leading options, then the starting points.
     while let Some(w) = args.get(i) {
         match w.lit.as_str() {
+            "-H" | "-L" | "-P" => i += 1,
+            "-D" => i += 2,
+            o if o.starts_with("-O") => i += 1,
+            _ => break,
+        }
+    }
+    let mut roots = Vec::new();
+    while let Some(w) = args.get(i) {
+        if w.lit.starts_with('-') || matches!(w.lit.as_str(), "(" | ")" | "!" | ",") {
+            break;
+        }
+        roots.push(w.clone());
+        i += 1;
+    }
+    if roots.is_empty() {
+        roots.push(Word::plain("."));
+    }
+    let mut deletes = false;
+    while let Some(w) = args.get(i) {
+        tick(1);
+        let lit = w.lit.as_str();
+        match lit {
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
                 let start = i + 1;
                 let mut end = start;
@@ -32,20 +189,51 @@ pub(super) fn find(args: &[Word]) -> Rule<'_> {
                     }
                     end += 1;
                 }
-                cmds.push(&args[start..end.min(args.len())]);
+                let cmd = &args[start..end.min(args.len())];
+                if cmd
+                    .first()
+                    .is_some_and(|p| DELETERS.contains(&p.lit.rsplit('/').next().unwrap_or("")))
+                {
+                    deletes = true;
+                }
+                cmds.push(cmd);
                 i = end + 1;
                 continue;
             }
-            "-delete" => r = r.at_least(Risk::High, "`find -delete` deletes files"),
+            "-delete" => {
+                deletes = true;
+                r = r.at_least(Risk::High, "`find -delete` deletes files");
+            }
             "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
-                r = r.at_least(Risk::Medium, format!("`find {}` writes a file", w.lit));
+                r = r.at_least(Risk::Medium, format!("`find {lit}` writes a file"));
                 if let Some(f) = args.get(i + 1) {
                     r = r.writes(f);
                 }
+                i += if lit == "-fprintf" { 3 } else { 2 };
+                continue;
             }
-            _ => {}
+            _ if FIND_FLAGS.contains(&lit) => {}
+            _ if FIND_VALUED.contains(&lit)
+                || (lit.len() == 8
+                    && lit.starts_with("-newer")
+                    && lit[6..].chars().all(|c| "aBcmt".contains(c))) =>
+            {
+                i += 1;
+            }
+            _ => {
+                r = r.at_least(
+                    Risk::Medium,
+                    format!("`find {lit}` is not an expression known to be harmless"),
+                );
+            }
         }
         i += 1;
+    }
+    if deletes {
+        for root in roots {
+            r.effects
+                .push(Effect::RemoveTree(root, "`find` with a delete".into()));
+        }
     }
     if cmds.is_empty() {
         return r;
@@ -61,228 +249,10 @@ pub(super) fn find(args: &[Word]) -> Rule<'_> {
     ))
 }
 
-pub(super) fn git(args: &[Word]) -> Rule<'_> {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let lit = w.lit.as_str();
-        if !lit.starts_with('-') {
-            break;
-        }
-        if lit == "-C" {
-            i += 2;
-            continue;
-        }
-        if lit.starts_with("-c") {
-            return Rule::high(
-                "`git -c` sets configuration for this call (a pager, alias or ssh command runs code)",
-            );
-        }
-        if ["exec-path", "config-env"].iter().any(|l| long_is(lit, l)) {
-            return Rule::high(format!("`git {lit}` chooses the programs git runs"));
-        }
-        if ["git-dir", "work-tree", "namespace", "super-prefix"]
-            .iter()
-            .any(|l| long_is(lit, l))
-        {
-            return Rule::high(format!(
-                "`git {lit}` points git at another repository, whose configuration can run code"
-            ));
-        }
-        let harmless = [
-            "-p",
-            "-P",
-            "--paginate",
-            "--no-pager",
-            "--bare",
-            "--no-replace-objects",
-            "--literal-pathspecs",
-            "--glob-pathspecs",
-            "--noglob-pathspecs",
-            "--icase-pathspecs",
-            "--no-optional-locks",
-            "--no-lazy-fetch",
-            "--no-advice",
-        ];
-        if [
-            "--version",
-            "-v",
-            "--help",
-            "-h",
-            "--html-path",
-            "--man-path",
-            "--info-path",
-        ]
-        .contains(&lit)
-        {
-            return Rule::low("`git` only prints information");
-        }
-        if !harmless.contains(&lit) {
-            return Rule::high(format!(
-                "`git {lit}` is an option this classifier does not know"
-            ));
-        }
-        i += 1;
-    }
-    let Some(sub) = args.get(i) else {
-        return Rule::low("`git` only prints usage");
-    };
-    let sargs = &args[i + 1..];
-    let sub = sub.lit.as_str();
-    let what = format!("`git {sub}`");
-    let has = |flags: &[&str]| {
-        opts(sargs).iter().any(|w| {
-            flags
-                .iter()
-                .any(|f| w.lit == *f || (f.starts_with("--") && long_is(&w.lit, &f[2..])))
-        })
-    };
-    let first_op = operands(sargs, "", &[]).first().map(|w| w.lit.as_str());
-    match sub {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "ls-tree" | "blame"
-        | "annotate" | "grep" | "describe" | "shortlog" | "cat-file" | "rev-list" | "show-ref"
-        | "for-each-ref" | "name-rev" | "merge-base" | "whatchanged" | "count-objects"
-        | "cherry" | "range-diff" | "diff-tree" | "diff-files" | "diff-index" | "check-ignore"
-        | "check-attr" | "version" | "show-branch" => {
-            if has(&["--ext-diff", "--textconv"]) {
-                return Rule::high(format!(
-                    "{what} with an external diff or textconv runs a program"
-                ));
-            }
-            if sub == "grep"
-                && (has(&["--open-files-in-pager"])
-                    || sargs.iter().any(|w| w.lit.starts_with("-O")))
-            {
-                return Rule::high("`git grep -O` runs a pager command");
-            }
-            let mut r = Rule::low(format!("{what} only reads"));
-            for v in opt_values(sargs, None, Some("output"), "") {
-                r = r
-                    .at_least(Risk::Medium, format!("{what} --output writes a file"))
-                    .writes(&v);
-            }
-            r
-        }
-        "branch" => {
-            let modify = has(&[
-                "-d",
-                "-D",
-                "-m",
-                "-M",
-                "-c",
-                "-C",
-                "-f",
-                "-u",
-                "--delete",
-                "--move",
-                "--copy",
-                "--force",
-                "--set-upstream-to",
-                "--unset-upstream",
-                "--edit-description",
-                "--track",
-                "--no-track",
-            ]);
-            let list = has(&[
-                "-l",
-                "--list",
-                "-a",
-                "--all",
-                "-r",
-                "--remotes",
-                "--contains",
-                "--no-contains",
-                "--merged",
-                "--no-merged",
-                "--points-at",
-                "--show-current",
-                "-v",
-                "-vv",
-                "--verbose",
-            ]);
-            if modify || (first_op.is_some() && !list) {
-                Rule::medium("`git branch` creates, renames or deletes a branch")
-            } else {
-                Rule::low("`git branch` only lists branches")
-            }
-        }
-        "tag" => {
-            let modify = has(&[
-                "-d",
-                "--delete",
-                "-a",
-                "--annotate",
-                "-s",
-                "--sign",
-                "-u",
-                "-m",
-                "-F",
-                "-f",
-                "--force",
-            ]);
-            let list = has(&[
-                "-l",
-                "--list",
-                "-n",
-                "--contains",
-                "--no-contains",
-                "--points-at",
-                "--merged",
-                "--no-merged",
-                "-v",
-                "--verify",
-            ]);
-            if modify || (first_op.is_some() && !list) {
-                Rule::medium("`git tag NAME` creates or deletes a tag")
-            } else {
-                Rule::low("`git tag -l` only lists tags")
-            }
-        }
-        "stash" | "worktree" | "reflog" => match first_op {
-            None if sub == "reflog" => Rule::low(format!("{what} only reads")),
-            Some("list" | "show") => {
-                Rule::low(format!("{what} {} only reads", first_op.unwrap_or("")))
-            }
-            _ => Rule::medium(format!("{what} changes the repository or work tree")),
-        },
-        "reset" if has(&["--hard", "--merge", "--keep"]) => {
-            Rule::high("`git reset --hard` discards uncommitted changes")
-        }
-        "checkout" | "switch" if has(&["-f", "--force", "--discard-changes"]) => {
-            Rule::high(format!("{what} --force discards uncommitted changes"))
-        }
-        "rebase"
-            if has(&["-x", "--exec", "-i", "--interactive"])
-                || sargs.iter().any(|w| w.lit.starts_with("-x")) =>
-        {
-            Rule::high("`git rebase --exec`/`-i` runs commands or an editor")
-        }
-        "add" if has(&["-p", "--patch", "-i", "--interactive", "-e", "--edit"]) => {
-            Rule::high("`git add -i/-p/-e` is interactive and may run an editor")
-        }
-        "add" | "commit" | "checkout" | "switch" | "restore" | "reset" | "merge" | "rebase"
-        | "cherry-pick" | "revert" | "mv" | "rm" | "init" | "apply" | "am" | "format-patch"
-        | "commit-tree" | "read-tree" | "write-tree" | "update-index" | "checkout-index"
-        | "sparse-checkout" | "notes" => Rule::medium(format!(
-            "{what} changes the repository or work tree (and runs its hooks)"
-        )),
-        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "remote" | "submodule"
-        | "send-email" | "request-pull" | "archive" => {
-            Rule::high(format!("{what} talks to other repositories or the network"))
-        }
-        "config" | "filter-branch" | "filter-repo" | "gc" | "clean" | "prune" | "repack"
-        | "maintenance" | "update-ref" | "replace" | "bisect" | "difftool" | "mergetool"
-        | "hook" | "credential" | "daemon" | "instaweb" => Rule::high(format!(
-            "{what} rewrites configuration or history, deletes files, or runs programs"
-        )),
-        _ => Rule::high(format!(
-            "{what} is not a known git subcommand (an alias can run anything)"
-        )),
-    }
-}
-
-pub(super) fn sed(args: &[Word]) -> Rule<'_> {
+fn sed(args: &[Word]) -> Rule<'_> {
     let mut r = Rule::low("`sed` only reads");
-    let mut scripts: Vec<String> = Vec::new();
+    let mut scripts: Vec<&Word> = Vec::new();
+    let mut owned: Vec<Word> = Vec::new();
     let mut i = 0;
     let mut inplace = false;
     let known_long = [
@@ -301,8 +271,9 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
     ];
     let o = opts(args);
     while let Some(w) = o.get(i) {
+        tick(1);
         let lit = w.lit.as_str();
-        if !is_option(w) {
+        if !super::is_option(w) {
             i += 1;
             continue;
         }
@@ -314,18 +285,18 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
                 inplace = true;
             } else if long_is(lit, "expression") {
                 match v {
-                    Some(v) => scripts.push(v.to_string()),
+                    Some(_) => owned.push(w.slice(lit.find('=').map_or(0, |e| e + 1))),
                     None => {
                         i += 1;
-                        scripts.push(o.get(i).map(|w| w.lit.clone()).unwrap_or_default());
+                        if let Some(s) = o.get(i) {
+                            scripts.push(s);
+                        }
                     }
                 }
             } else if long_is(lit, "file") {
                 return Rule::high("`sed -f` runs a script read from a file");
             } else if !known_long.iter().any(|k| k.starts_with(n)) || n.is_empty() {
-                return Rule::high(format!(
-                    "`sed {lit}` is an option this classifier does not know"
-                ));
+                return Rule::medium(format!("`sed {lit}` is not an option known to be harmless"));
             }
             i += 1;
             continue;
@@ -341,9 +312,11 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
                 'e' => {
                     if tail.is_empty() {
                         i += 1;
-                        scripts.push(o.get(i).map(|w| w.lit.clone()).unwrap_or_default());
+                        if let Some(s) = o.get(i) {
+                            scripts.push(s);
+                        }
                     } else {
-                        scripts.push(tail.to_string());
+                        owned.push(w.slice(1 + k + 1));
                     }
                     break;
                 }
@@ -355,19 +328,22 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
                 }
                 'f' => return Rule::high("`sed -f` runs a script read from a file"),
                 _ => {
-                    return Rule::high(format!(
-                        "`sed -{ch}` is an option this classifier does not know"
+                    return Rule::medium(format!(
+                        "`sed -{ch}` is not an option known to be harmless"
                     ));
                 }
             }
         }
         i += 1;
     }
-    let ops = operands(args, "el", &["expression", "line-length"]);
-    let files: &[&Word] = if scripts.is_empty() {
+    let ops = super::opts::operands(args, "el", &["expression", "line-length"]);
+    let files: &[&Word] = if scripts.is_empty() && owned.is_empty() {
         match ops.split_first() {
             Some((s, rest)) => {
-                scripts.push(s.lit.clone());
+                scripts.push(s);
+                if let Some(pos) = args.iter().position(|a| std::ptr::eq(a, *s)) {
+                    r.not_path = Some(pos);
+                }
                 rest
             }
             None => return Rule::high("`sed` without a script"),
@@ -375,9 +351,20 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
     } else {
         &ops
     };
-    for s in &scripts {
-        if let Err(why) = sed_script(s) {
-            return Rule::high(format!("`sed` script `{s}`: {why}"));
+    for s in scripts.iter().copied().chain(owned.iter()) {
+        if s.dynamic {
+            return Rule::high(format!(
+                "the `sed` script `{}` comes from an expansion, so what it runs is unknown",
+                s.lit
+            ));
+        }
+        match sed_script(&s.lit) {
+            Err(why) => return Rule::high(format!("`sed` script `{}`: {why}", s.lit)),
+            Ok(reads) => {
+                for f in reads {
+                    r.effects.push(Effect::Read(Word::plain(&f)));
+                }
+            }
         }
     }
     if inplace {
@@ -389,10 +376,14 @@ pub(super) fn sed(args: &[Word]) -> Rule<'_> {
     r
 }
 
-/// Checks a sed script: `Ok` when it has no `e`, `w` or `W` command or
-/// flag (run a command, write a file) and parses.
-fn sed_script(script: &str) -> Result<(), String> {
+/// Checks a GNU sed script: `Ok` (with the files its `r`/`R` commands
+/// read) when it parses and has no `e`, `w` or `W` command or flag. A
+/// label or a `v` argument ends at a blank, `;`, `}` or newline — at
+/// least as early as GNU sed ends it — so `:a;e cmd` and `v;e cmd` show
+/// their `e`.
+fn sed_script(script: &str) -> Result<Vec<String>, String> {
     let s: Vec<char> = script.chars().collect();
+    let mut reads = Vec::new();
     let mut i = 0;
     let skip_ws = |i: &mut usize| {
         while s.get(*i).is_some_and(|c| c.is_whitespace() || *c == ';') {
@@ -402,6 +393,7 @@ fn sed_script(script: &str) -> Result<(), String> {
     // A delimited part (`/re/`, `s/a/b/`), starting after the delimiter.
     let delimited = |i: &mut usize, d: char| -> Result<(), String> {
         loop {
+            tick(1);
             match s.get(*i) {
                 None => return Err("unterminated expression".into()),
                 Some('\\') => *i += 2,
@@ -413,14 +405,30 @@ fn sed_script(script: &str) -> Result<(), String> {
             }
         }
     };
-    let to_eol = |i: &mut usize| {
+    let to_eol = |i: &mut usize| -> String {
+        let from = *i;
         while s.get(*i).is_some_and(|c| *c != '\n') {
+            *i += 1;
+        }
+        s[from..*i].iter().collect()
+    };
+    let label = |i: &mut usize| {
+        while s.get(*i).is_some_and(|c| *c == ' ' || *c == '\t') {
+            *i += 1;
+        }
+        while s
+            .get(*i)
+            .is_some_and(|c| !c.is_whitespace() && *c != ';' && *c != '}')
+        {
             *i += 1;
         }
     };
     loop {
+        tick(1);
         skip_ws(&mut i);
-        let Some(&c0) = s.get(i) else { return Ok(()) };
+        let Some(&c0) = s.get(i) else {
+            return Ok(reads);
+        };
         // Addresses.
         let mut c = c0;
         for _ in 0..2 {
@@ -479,14 +487,13 @@ fn sed_script(script: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
-            '#' | ':' | 'a' | 'i' | 'c' | 'r' | 'R' | 'v' => to_eol(&mut i),
-            'b' | 't' | 'T' => {
-                while s
-                    .get(i)
-                    .is_some_and(|c| *c != '\n' && *c != ';' && *c != '}')
-                {
-                    i += 1;
-                }
+            ':' | 'b' | 't' | 'T' | 'v' => label(&mut i),
+            '#' | 'a' | 'i' | 'c' => {
+                to_eol(&mut i);
+            }
+            'r' | 'R' => {
+                let f = to_eol(&mut i);
+                reads.push(f.trim().to_string());
             }
             's' | 'y' => {
                 let Some(&d) = s.get(i) else {
@@ -518,16 +525,18 @@ fn sed_script(script: &str) -> Result<(), String> {
     }
 }
 
-pub(super) fn awk<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
-    let mut programs: Vec<&str> = Vec::new();
+fn awk<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
+    let mut programs: Vec<&Word> = Vec::new();
+    let mut owned: Vec<Word> = Vec::new();
     let mut i = 0;
+    let mut not_path = None;
     while let Some(w) = args.get(i) {
         let lit = w.lit.as_str();
         if lit == "--" {
             i += 1;
             break;
         }
-        if !is_option(w) {
+        if !super::is_option(w) {
             break;
         }
         if lit.starts_with("-f")
@@ -547,10 +556,12 @@ pub(super) fn awk<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
         }
         if lit == "-e" || long_is(lit, "source") {
             match lit.split_once('=') {
-                Some((_, v)) => programs.push(v),
+                Some(_) => owned.push(w.slice(lit.find('=').map_or(0, |e| e + 1))),
                 None => {
                     i += 1;
-                    programs.push(args.get(i).map(|w| w.lit.as_str()).unwrap_or(""));
+                    if let Some(p) = args.get(i) {
+                        programs.push(p);
+                    }
                 }
             }
         } else if lit == "-F" || lit == "-v" {
@@ -576,31 +587,59 @@ pub(super) fn awk<'w>(name: &str, args: &'w [Word]) -> Rule<'w> {
         ]
         .contains(&lit)
         {
-            return Rule::high(format!(
-                "`{name} {lit}` is an option this classifier does not know"
+            return Rule::medium(format!(
+                "`{name} {lit}` is not an option known to be harmless"
             ));
         }
         i += 1;
     }
-    if programs.is_empty() {
+    if programs.is_empty() && owned.is_empty() {
         match args.get(i) {
-            Some(p) => programs.push(p.lit.as_str()),
+            Some(p) => {
+                programs.push(p);
+                not_path = Some(i);
+            }
             None => return Rule::high(format!("`{name}` without a program")),
         }
     }
-    for p in programs {
-        if let Some(bad) = ["system", "|", ">", "@"].iter().find(|b| p.contains(**b)) {
+    for p in programs.iter().copied().chain(owned.iter()) {
+        if p.dynamic {
+            return Rule::high(format!(
+                "the `{name}` program `{}` comes from an expansion, so what it runs is unknown",
+                p.lit
+            ));
+        }
+        let text = p.lit.as_str();
+        if let Some(bad) = ["system", "|", ">", "@"]
+            .iter()
+            .find(|b| text.contains(**b))
+        {
             return Rule::high(format!(
                 "the `{name}` program contains `{bad}`, which can run a command or write a file"
             ));
         }
+        if text.contains("/inet") {
+            return Rule::high(format!(
+                "the `{name}` program names `/inet`, gawk's network connections"
+            ));
+        }
+        if let Some(bad) = ["getline", "ARGV", "ARGC"]
+            .iter()
+            .find(|b| text.contains(**b))
+        {
+            return Rule::medium(format!(
+                "the `{name}` program uses `{bad}`, which reads files it names at run time"
+            ));
+        }
     }
-    Rule::low(format!(
-        "`{name}` only reads (its program has no `system`, `|`, `>` or `@`)"
-    ))
+    let mut r = Rule::low(format!(
+        "`{name}` only reads (its program has no `system`, `|`, `>`, `@` or `getline`)"
+    ));
+    r.not_path = not_path;
+    r
 }
 
-pub(super) fn tar(args: &[Word]) -> Rule<'_> {
+fn tar<'w>(args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
     let danger_long = [
         "to-command",
         "use-compress-program",
@@ -611,6 +650,23 @@ pub(super) fn tar(args: &[Word]) -> Rule<'_> {
         "rmt-command",
         "absolute-names",
     ];
+    // The options allowed when only listing or comparing.
+    const LIST: Spec = Spec::new(
+        "tdvzjJZaOiknopsSwWBMGUl",
+        "fbCTXKNVL",
+        "list diff compare file= verbose gzip gunzip ungzip bzip2 xz lzip lzma lzop zstd \
+         compress uncompress auto-compress to-stdout ignore-zeros ignore-case no-ignore-case \
+         wildcards no-wildcards anchored no-anchored exclude= exclude-from= files-from= \
+         directory= numeric-owner utc full-time show-transformed-names show-stored-names \
+         quoting-style= quote-chars= no-quote-chars= block-number totals[=] occurrence[=] \
+         blocking-factor= record-size= strip-components= transform= xform= null no-null \
+         unquote no-unquote recursion no-recursion warning= verbatim-files-from \
+         no-verbatim-files-from exclude-vcs exclude-vcs-ignores exclude-backups \
+         exclude-caches exclude-caches-under exclude-caches-all exclude-tag= \
+         exclude-tag-under= exclude-tag-all= format= sparse verify label= starting-file= \
+         newer= after-date= newer-mtime= help version",
+    )
+    .partial();
     let mut letters = String::new();
     for (n, w) in opts(args).iter().enumerate() {
         let lit = w.lit.as_str();
@@ -651,15 +707,250 @@ pub(super) fn tar(args: &[Word]) -> Rule<'_> {
     {
         return Rule::high(format!("`tar -f {}` may reach a remote host", f.lit));
     }
-    if letters.contains(['x', 'c', 'r', 'u', 'A']) {
+    let mut r = if letters.contains(['x', 'c', 'r', 'u', 'A']) {
         let mut r = Rule::medium("`tar` creates or extracts an archive (writes files)");
         for dir in opt_values(args, Some('C'), Some("directory"), "fbTXgKNV") {
             r = r.writes(&dir);
         }
         r
     } else if letters.contains(['t', 'd']) {
-        Rule::low("`tar -t` only lists an archive")
+        // Old style `tar tzf x`: the first word is a cluster of letters.
+        let mut rewritten: Vec<Word> = args.to_vec();
+        if let Some(first) = rewritten.first_mut()
+            && !first.lit.starts_with('-')
+        {
+            first.lit.insert(0, '-');
+        }
+        let p = parse(&LIST, &rewritten, cx.env);
+        match p.problem("tar") {
+            None => Rule::low("`tar -t` only lists an archive"),
+            Some(problem) => Rule::medium(problem),
+        }
     } else {
         Rule::medium("`tar` may write files")
+    };
+    for v in opt_values(args, None, Some("index-file"), "") {
+        r = r
+            .at_least(Risk::Medium, "`tar --index-file` writes a file")
+            .writes(&v);
     }
+    r
+}
+
+/// `xxd [options] [infile [outfile]]`: with an output file it writes it
+/// (with `-r`, patches it in place). xxd matches options by prefix
+/// (`-ps` is `-p`); only exact spellings of the options that take a value
+/// consume the next word, so its operands are never undercounted.
+fn xxd(args: &[Word]) -> Rule<'_> {
+    const VALUED: &[&str] = &[
+        "-c",
+        "-cols",
+        "-g",
+        "-groupsize",
+        "-l",
+        "-len",
+        "-n",
+        "-name",
+        "-o",
+        "-offset",
+        "-s",
+        "-seek",
+        "-R",
+    ];
+    let mut ops: Vec<&Word> = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let lit = w.lit.as_str();
+        if lit == "--" {
+            ops.extend(&args[i + 1..]);
+            break;
+        }
+        if lit.len() > 1 && lit.starts_with('-') {
+            let known = lit[1..]
+                .chars()
+                .next()
+                .is_some_and(|c| "abcCdeEghilnoprRsuv".contains(c));
+            if !known {
+                return Rule::medium(format!("`xxd {lit}` is not an option known to be harmless"));
+            }
+            i += if VALUED.contains(&lit) { 2 } else { 1 };
+            continue;
+        }
+        ops.push(w);
+        i += 1;
+    }
+    let mut r = Rule::low("`xxd` only reads");
+    if let Some(out) = ops.get(1) {
+        r = r
+            .at_least(Risk::Medium, "`xxd` writes its second operand")
+            .writes(out);
+    }
+    r
+}
+
+fn date<'w>(args: &[Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "uR",
+        "dfr",
+        "date= debug file= iso-8601[=] resolution rfc-email rfc-3339= reference= utc universal \
+         help version",
+    )
+    .attached("I")
+    .partial()
+    .paths(Paths::Text);
+    if any_short(args, 's', "dfrI") || any_long(args, "set") {
+        return Rule::high("`date -s` sets the system clock");
+    }
+    let p = parse(&SPEC, args, cx.env);
+    if let Some(w) = p
+        .operands
+        .iter()
+        .map(|&i| &args[i])
+        .find(|w| !w.lit.starts_with('+'))
+    {
+        return Rule::high(format!("`date {}` sets the system clock", w.lit));
+    }
+    match p.problem("date") {
+        Some(problem) => Rule::medium(problem),
+        None => Rule::low("`date` only reads the clock").paths(Paths::Text),
+    }
+}
+
+fn hostname<'w>(args: &[Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "sfdiIAa",
+        "",
+        "short fqdn long domain ip-address all-ip-addresses all-fqdns alias help version",
+    )
+    .partial()
+    .paths(Paths::Text);
+    if any_short(args, 'F', "")
+        || any_long(args, "file")
+        || any_short(args, 'b', "")
+        || any_long(args, "boot")
+    {
+        return Rule::high("`hostname -F`/`-b` sets the host name");
+    }
+    let p = parse(&SPEC, args, cx.env);
+    if !p.operands.is_empty() {
+        return Rule::high("`hostname NAME` sets the host name");
+    }
+    match p.problem("hostname") {
+        Some(problem) => Rule::medium(problem),
+        None => Rule::low("`hostname` only reads").paths(Paths::Text),
+    }
+}
+
+fn file<'w>(args: &[Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "bcEhiklLnNr0sv",
+        "eFmP",
+        "brief checking-printout exclude= exclude-quiet= separator= mime mime-type \
+         mime-encoding apple extension keep-going list dereference no-dereference magic-file= \
+         no-buffer no-pad print0 parameter= raw special-files help version",
+    )
+    .partial();
+    if any_short(args, 'C', "eFmfP") || any_long(args, "compile") {
+        return Rule::medium("`file -C` writes a compiled magic file");
+    }
+    checked("file", &SPEC, args, cx, "only reads")
+}
+
+fn tree<'w>(args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "adlfxiASnCXJqNQpugshDFvtcUro",
+        "LPIHTo",
+        "gitignore gitfile= ignore-case matchdirs metafirst prune info infofile= noreport \
+         charset= filelimit= timefmt= si du inodes device dirsfirst filesfirst sort= nolinks \
+         hintro= houtro= help version",
+    )
+    .partial()
+    .paths(Paths::Named);
+    let mut r = checked("tree", &SPEC, args, cx, "only reads");
+    for v in opt_values(args, Some('o'), None, "LPIHT") {
+        r = r
+            .at_least(Risk::Medium, "`tree -o` writes a file")
+            .writes(&v);
+    }
+    r
+}
+
+fn uniq<'w>(args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "cdDiuz",
+        "fsw",
+        "count repeated all-repeated[=] skip-fields= group[=] ignore-case skip-chars= unique \
+         zero-terminated check-chars= help version",
+    )
+    .numeric()
+    .partial();
+    let p = parse(&SPEC, args, cx.env);
+    let mut r = match p.problem("uniq") {
+        None => Rule::low("`uniq` only reads"),
+        Some(problem) => Rule::medium(problem),
+    };
+    if let Some(&out) = p.operands.get(1) {
+        r = r
+            .at_least(Risk::Medium, "`uniq` writes its second operand")
+            .writes(&args[out]);
+    }
+    r
+}
+
+fn tee<'w>(args: &'w [Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "aip",
+        "",
+        "append ignore-interrupts output-error[=] help version",
+    )
+    .paths(Paths::Text);
+    let p = parse(&SPEC, args, cx.env);
+    let mut r = match p.problem("tee") {
+        None => Rule::low("`tee` copies its input to standard output").paths(Paths::Text),
+        Some(problem) => Rule::medium(problem).paths(Paths::Text),
+    };
+    for &i in &p.operands {
+        r = r
+            .at_least(Risk::Medium, "`tee` writes files")
+            .writes(&args[i]);
+    }
+    r
+}
+
+fn rg<'w>(args: &[Word], cx: &RuleCx) -> Rule<'w> {
+    const SPEC: Spec = Spec::new(
+        "iSsFwxvcloqnNHhLuUa0.pIb",
+        "egtTmABCMEdjr",
+        "ignore-case smart-case case-sensitive fixed-strings word-regexp line-regexp \
+         invert-match count count-matches files-with-matches files-without-match \
+         only-matching quiet line-number no-line-number with-filename no-filename follow \
+         unrestricted text null hidden no-ignore no-ignore-vcs no-ignore-parent no-ignore-dot \
+         no-ignore-global no-ignore-exclude no-ignore-files pretty no-heading heading \
+         column no-column byte-offset json vimgrep stats trim sort= sortr= glob= iglob= \
+         type= type-not= max-count= after-context= before-context= context= max-columns= \
+         max-columns-preview encoding= max-depth= threads= replace= regexp= color= colors= \
+         multiline multiline-dotall crlf passthru files type-list max-filesize= one-file-system \
+         binary no-binary pcre2 engine= auto-hybrid-regex dfa-size-limit= regex-size-limit= \
+         field-context-separator= field-match-separator= context-separator= path-separator= \
+         no-messages no-config help version",
+    )
+    .partial()
+    .pattern_first();
+    if any_long(args, "pre") || any_long(args, "hostname-bin") {
+        return Rule::high("`rg --pre`/`--hostname-bin` runs a program");
+    }
+    if any_short(args, 'z', "egtTmABCMEdjr") || any_long(args, "search-zip") {
+        return Rule::medium("`rg -z` runs decompression programs");
+    }
+    let p = parse(&SPEC, args, cx.env);
+    let mut r = match p.problem("rg") {
+        None => Rule::low("`rg` only reads"),
+        Some(problem) => Rule::medium(problem),
+    };
+    if !p.has("e") && !p.has("regexp") {
+        r.not_path = p.operands.first().copied();
+    }
+    // rg searches every file below its operands (`.` without one).
+    r.recursive = true;
+    r
 }

@@ -316,6 +316,55 @@ async fn list_is_sorted_typed_sized_and_capped() {
     );
 }
 
+/// A name may hold a newline, a control character, a quote or bytes that
+/// are not UTF-8; the listing shows each entry on one line, with such a
+/// name quoted and escaped, so no file can pass for another entry.
+#[tokio::test]
+async fn odd_names_are_listed_one_per_line_and_unambiguous() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fx::with_limits(small(1000, 1000, 50));
+    let spoof = "a.txt (1 bytes)\nfile     secret.txt";
+    let names: Vec<&[u8]> = vec![
+        b"plain.txt",
+        spoof.as_bytes(),
+        b"esc\x1b[2Jx",
+        b"tab\there",
+        b"quo\"te",
+        b"back\\slash",
+        b"two words",
+        b"bad\xffbyte",
+        b"x -> y",
+    ];
+    for n in &names {
+        std::fs::write(fx.root.join(std::ffi::OsStr::from_bytes(n)), "1").unwrap();
+    }
+    std::fs::create_dir(fx.root.join("dir\nwith newline")).unwrap();
+    let l = fx.ok("file_list", json!({"recursive": true})).await;
+    let lines: Vec<&str> = l.lines().collect();
+    // The header and one line per entry, nothing more.
+    assert_eq!(lines.len(), 1 + names.len() + 1, "{l}");
+    for want in [
+        "file     plain.txt (1 bytes)",
+        "file     \"a.txt (1 bytes)\\nfile     secret.txt\" (1 bytes)",
+        "file     \"esc\\u{1b}[2Jx\" (1 bytes)",
+        "file     \"tab\\there\" (1 bytes)",
+        "file     \"quo\\\"te\" (1 bytes)",
+        "file     \"back\\\\slash\" (1 bytes)",
+        "file     \"two words\" (1 bytes)",
+        "file     \"bad\\xffbyte\" (1 bytes)",
+        "file     \"x -> y\" (1 bytes)",
+        "dir      \"dir\\nwith newline/\"",
+    ] {
+        assert!(lines.contains(&want), "{want:?} not in:\n{l}");
+    }
+    // No line but the real one starts like a file entry for `secret.txt`.
+    assert!(
+        !lines.iter().any(|x| x.starts_with("file     secret.txt")),
+        "{l}"
+    );
+    assert!(!l.contains('\u{1b}'), "{l}");
+}
+
 /// One check per malformed call: the refusal names the argument.
 async fn bad_args(fx: &Fx, tool: &str, args: Value, needle: &str) {
     let m = fx.refused(tool, args.clone(), needle).await;

@@ -1,9 +1,10 @@
 //! The shell tool: forms, exit reporting, timeout and process-group kill,
 //! output cap, cleared environment, cwd.
 
-use crate::support::{FifoWatch, Fx};
-use pincer_core::tool::ToolError;
-use pincer_tools::{ResolutionMode, ToolLimits};
+use crate::support::{FifoWatch, Fx, call_through};
+use pincer_core::policy::Risk;
+use pincer_core::tool::{Tool, ToolError};
+use pincer_tools::{ResolutionMode, ShellDialect, ShellEnv, ShellProgram, ShellTool, ToolLimits};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, PidfdFlags};
 use serde_json::json;
@@ -317,4 +318,159 @@ async fn a_command_naming_pincer_state_is_denied_at_every_level() {
         assert!(err.to_string().contains("deny list"), "{err}");
     }
     assert!(shell.assess(&json!({"command": "ls -la"})).denied.is_none());
+}
+
+/// The shell tool running `program`, called through the fixture's gate.
+fn shell_with(fx: &Fx, program: ShellProgram) -> std::sync::Arc<dyn Tool> {
+    std::sync::Arc::new(
+        ShellTool::new(
+            fx.ws.clone(),
+            &ToolLimits::default(),
+            "agent-7",
+            ShellEnv::default(),
+        )
+        .with_shell(program)
+        .with_sandbox(crate::support::test_sandbox()),
+    )
+}
+
+#[tokio::test]
+async fn commands_run_with_dash_by_default_or_the_chosen_shell() {
+    let fx = fx();
+    // `$'a'` is ANSI-C quoting to bash, a `$` and a quoted `a` to dash.
+    let out = fx.ok("shell", json!({"command": "echo $'a'"})).await;
+    assert!(out.ends_with("\n$a\n"), "{out}");
+    let a = fx.tool("shell").assess(&json!({"command": "ls"}));
+    assert_eq!(a.detail.unwrap()["shell"], "dash");
+
+    let bash = shell_with(&fx, ShellProgram::bash());
+    let out = call_through(&fx.gate, bash.clone(), json!({"command": "echo $'a'"}))
+        .await
+        .unwrap();
+    assert!(out.ends_with("\na\n"), "{out}");
+    assert_eq!(
+        bash.assess(&json!({"command": "ls"})).detail.unwrap()["shell"],
+        "bash"
+    );
+    // Bash reads no startup file: a `.bashrc` in the workspace (HOME) is
+    // not run.
+    fx.write(".bashrc", "echo FROM-BASHRC\n");
+    let out = call_through(&fx.gate, bash, json!({"command": "echo ran"}))
+        .await
+        .unwrap();
+    assert!(!out.contains("FROM-BASHRC"), "{out}");
+
+    assert!(ShellProgram::new("bin/dash", ShellDialect::Dash).is_err());
+}
+
+/// Each command is classified for the shell that runs it, then run by it.
+/// Whenever the real shell wrote the file, the classification was not low:
+/// the classifier reads the command the way that shell does.
+#[tokio::test]
+async fn a_command_that_writes_is_never_low_for_the_shell_that_runs_it() {
+    // (command, writes under dash, writes under bash)
+    let cases = [
+        // dash has no `$'…'`: the `touch` in the middle runs.
+        (r"echo $'\'; touch pwned; echo '\'", true, false),
+        // dash has no `[[`: `> pwned` is a redirection.
+        ("[[ x > pwned ]]", true, false),
+        // bash reads `((…))` and `$[…]` as arithmetic, so the next line
+        // runs; dash reads `<<2` as a here-document that swallows it.
+        ("((1<<2))\ntouch pwned", false, true),
+        ("echo $[1<<2]\ntouch pwned", false, true),
+        ("((1<<2 + ')' ))\ntouch pwned", false, true),
+        // Both: `&>` is a redirection to bash, `&` then `>` to dash.
+        ("echo hi &> pwned; wait", true, true),
+    ];
+    for (command, dash_writes, bash_writes) in cases {
+        for (program, writes) in [
+            (ShellProgram::dash(), dash_writes),
+            (ShellProgram::bash(), bash_writes),
+        ] {
+            let fx = fx();
+            let tool = shell_with(&fx, program.clone());
+            let a = tool.assess(&json!({ "command": command }));
+            call_through(&fx.gate, tool, json!({ "command": command }))
+                .await
+                .unwrap();
+            let wrote = fx.root.join("pwned").exists();
+            assert_eq!(wrote, writes, "{command:?} under {}", program.dialect());
+            if wrote {
+                assert!(
+                    a.risk >= Risk::Medium,
+                    "{command:?} wrote a file under {} but was classified {:?}: {}",
+                    program.dialect(),
+                    a.risk,
+                    a.why
+                );
+            }
+        }
+    }
+}
+
+/// The interceptor example in `docs/hooks.md`, run as written: it must
+/// read both forms of a shell call, or `argv` walks around it.
+#[test]
+fn the_hooks_doc_interceptor_checks_both_forms_of_a_shell_call() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/hooks.md"))
+        .unwrap();
+    let start = doc.find("```python\n").expect("a python example") + "```python\n".len();
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    let Ok(python) = which("python3") else {
+        eprintln!("python3 is not installed: the hooks doc example was not run");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("guard.py");
+    std::fs::write(&script, code).unwrap();
+    let verdict = |arguments: serde_json::Value| -> String {
+        let input = json!({"hook": "interceptor", "version": 1, "session": "s", "call_id": "c",
+            "tool": "shell", "arguments": arguments, "risk": "high", "why": "x"});
+        let mut child = std::process::Command::new(&python)
+            .arg(&script)
+            .env_clear()
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["verdict"].as_str().unwrap().to_string()
+    };
+    for blocked in [
+        json!({"command": "rm -rf /"}),
+        json!({"argv": ["rm", "-rf", "/"]}),
+        json!({"argv": ["rm", "-fr", "/etc"]}),
+        json!({"argv": ["sh", "-c", "rm -rf /"]}),
+        json!({"argv": ["sudo", "rm", "-rf", "/"]}),
+        json!({"command": "ls; rm -rf /"}),
+        json!({"command": "echo $(rm -rf /)"}),
+        json!({"command": "sh -c 'rm -rf /'"}),
+    ] {
+        assert_eq!(verdict(blocked.clone()), "block", "{blocked}");
+    }
+    assert_eq!(
+        verdict(json!({"argv": ["rm", "-rf", "build/out"]})),
+        "allow"
+    );
+    assert_eq!(verdict(json!({"command": "ls -la"})), "allow");
+    assert_eq!(verdict(json!({"argv": ["curl", "https://x"]})), "rewrite");
+    assert_eq!(verdict(json!({"command": "curl https://x"})), "rewrite");
+}
+
+/// The first `name` in the usual system directories.
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    ["/usr/bin", "/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.exists())
+        .ok_or(())
 }
