@@ -113,7 +113,8 @@ summary_max_chars = 4000
 fallback_chain = []
 # A turn stops after this many model calls that asked for tools.
 max_tool_iterations = 10
-# The directory the agent's tools may touch (default: PINCER_HOME/workspace).
+# The directory the agent's tools may touch (default: beside PINCER_HOME,
+# e.g. ~/.pincer-workspace for ~/.pincer: never inside pincer's state).
 # workspace = "/home/me/agent-workspace"
 # Which agent acts (the shell tool sees it as PINCER_AGENT).
 agent_id = "pincer"

@@ -80,6 +80,18 @@ pub struct Permit<'a> {
     args: &'a Value,
     risk: Risk,
     call_hash: &'a str,
+    notes: &'a Notes,
+}
+
+/// What a running call asked to have recorded in its `tool.call` entry.
+type Notes = std::sync::Mutex<Vec<String>>;
+
+fn take_notes(notes: &Notes) -> Vec<String> {
+    std::mem::take(
+        &mut *notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }
 
 impl<'a> Permit<'a> {
@@ -96,6 +108,16 @@ impl<'a> Permit<'a> {
     /// session).
     pub fn call_hash(&self) -> &'a str {
         self.call_hash
+    }
+
+    /// Records `text` in the call's `tool.call` audit entry (`notes`): what
+    /// a person auditing the call must know about how it ran, e.g. a
+    /// sandbox layer that degraded or the network being on.
+    pub fn note(&self, text: impl Into<String>) {
+        self.notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(text.into());
     }
 
     /// Opens a handle the tool keeps behind the gate.
@@ -731,18 +753,23 @@ impl Gate {
             status: CallStatus::Interrupted,
             result_bytes: None,
             error: None,
+            notes: Vec::new(),
         };
+        let notes = Notes::default();
         let mut unfinished = Unfinished {
             gate: self,
             done: Some(done.clone()),
+            notes: &notes,
         };
         let permit = Permit {
             args: &pass.args,
             risk: pass.risk,
             call_hash: &pass.call_hash,
+            notes: &notes,
         };
         let result = pass.tool.execute(permit).await;
         unfinished.done = None;
+        done.notes = take_notes(&notes);
         match &result {
             Ok(text) => {
                 done.status = CallStatus::Ok;
@@ -851,11 +878,13 @@ impl Gate {
 struct Unfinished<'g> {
     gate: &'g Gate,
     done: Option<ToolCallDone>,
+    notes: &'g Notes,
 }
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
-        if let Some(done) = self.done.take() {
+        if let Some(mut done) = self.done.take() {
+            done.notes = take_notes(self.notes);
             let _ = self.gate.audit.record(&self.gate.actor, &done);
         }
     }

@@ -80,13 +80,11 @@ pub const LAYOUT: &[Entry] = &[
         protected: true,
         what: "the REPL's line history",
     },
-    Entry {
-        name: "workspace",
-        dir: true,
-        protected: false,
-        what: "the default workspace, the one directory the agent's tools may touch",
-    },
 ];
+
+/// The name the default workspace had inside `PINCER_HOME` before it moved
+/// out (see [`Home::default_workspace`]).
+pub const OLD_WORKSPACE: &str = "workspace";
 
 impl Home {
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -140,9 +138,28 @@ impl Home {
         self.at("history.txt")
     }
 
-    /// Where the workspace is when nothing names one.
+    /// Where the workspace is when nothing names one: beside `PINCER_HOME`,
+    /// never inside it (`~/.pincer` → `~/.pincer-workspace`), so no path
+    /// from the workspace, `..` included, leads into pincer's state, and
+    /// the shell's sandbox can hide all of `PINCER_HOME`.
     pub fn default_workspace(&self) -> PathBuf {
-        self.at("workspace")
+        let name = match self.root.file_name() {
+            Some(n) => {
+                let mut n = n.to_os_string();
+                n.push("-workspace");
+                n
+            }
+            None => "pincer-workspace".into(),
+        };
+        match self.root.parent() {
+            Some(parent) => parent.join(name),
+            None => PathBuf::from("/").join(name),
+        }
+    }
+
+    /// Where the default workspace was before it moved out of the home.
+    pub fn old_workspace(&self) -> PathBuf {
+        self.at(OLD_WORKSPACE)
     }
 
     /// Every protected entry of [`LAYOUT`], as a path.
@@ -177,7 +194,6 @@ mod tests {
             h.skills_dir(),
             h.camera_dir(),
             h.history_path(),
-            h.default_workspace(),
         ];
         for p in &named {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -187,8 +203,22 @@ mod tests {
             );
         }
         assert_eq!(named.len(), LAYOUT.len());
-        assert!(!h.protected().contains(&h.default_workspace()));
+        assert!(!h.default_workspace().starts_with(h.root()));
         assert!(h.protected().contains(&h.approvals_dir()));
         assert!(h.protected().contains(&h.skills_dir()));
+    }
+
+    #[test]
+    fn the_default_workspace_is_beside_the_home() {
+        for (home, ws) in [
+            ("/h", "/h-workspace"),
+            ("/home/u/.pincer", "/home/u/.pincer-workspace"),
+            ("/srv/pincer/", "/srv/pincer-workspace"),
+            ("/", "/pincer-workspace"),
+        ] {
+            let h = Home::new(home);
+            assert_eq!(h.default_workspace(), PathBuf::from(ws), "{home}");
+            assert!(!h.default_workspace().starts_with(h.root()) || home == "/");
+        }
     }
 }

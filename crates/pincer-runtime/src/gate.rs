@@ -86,12 +86,18 @@ pub fn policy_fingerprint(settings: &Settings) -> serde_json::Value {
         "deny_tools": p.deny_tools,
         "deny_commands": p.deny_commands,
         "hooks": settings.core.hooks,
+        "shell": settings.shell,
     })
 }
 
-/// A `config.load` entry (file, its hash, the policy in force), and a
-/// `policy.change` entry when the policy differs from the last load's.
-pub fn record_config_load(settings: &Settings, audit: &Audit) -> Result<(), RuntimeError> {
+/// A `config.load` entry (file, its hash, the policy in force, what the
+/// person was warned of at this start), and a `policy.change` entry when
+/// the policy differs from the last load's.
+pub fn record_config_load(
+    settings: &Settings,
+    audit: &Audit,
+    warnings: &[String],
+) -> Result<(), RuntimeError> {
     let policy = policy_fingerprint(settings);
     let before = audit
         .log(
@@ -108,6 +114,7 @@ pub fn record_config_load(settings: &Settings, audit: &Audit) -> Result<(), Runt
             found: settings.found,
             sha256: settings.sha256.clone(),
             policy: policy.clone(),
+            warnings: warnings.to_vec(),
         },
     )?;
     if let Some(before) = before

@@ -76,6 +76,19 @@ pub enum RuntimeError {
     NoModel { url: String },
     #[error("{from} names {}, which is not an existing directory", dir.display())]
     NoWorkspace { from: &'static str, dir: PathBuf },
+    #[error(
+        "cannot create the default workspace {} (beside PINCER_HOME): {source}; name the directory to use with --workspace, PINCER_WORKSPACE or [agent] workspace",
+        dir.display()
+    )]
+    DefaultWorkspace {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "shell.program: {} does not exist on this machine (install it, or choose the other shell)", path.display()
+    )]
+    ShellProgram { path: PathBuf },
     #[error(transparent)]
     Workspace(#[from] pincer_tools::WorkspaceError),
     #[error(transparent)]
@@ -131,6 +144,7 @@ pub struct Runtime {
     audit: Arc<Audit>,
     store: SessionStore,
     actor: String,
+    warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -160,9 +174,13 @@ impl Runtime {
         let workspace = tools::open_workspace(&home, &dir)?;
         let hardware = tools::hardware(&settings, &env)?;
         let offered = tools::offers_hardware(&hardware).then(|| hardware.clone());
-        let tools = tools::agent_tools(&home, &settings, &env, workspace.clone(), offered);
+        let tools::Tools {
+            tools,
+            mut warnings,
+        } = tools::agent_tools(&home, &settings, &env, workspace.clone(), offered)?;
+        warnings.extend(tools::old_workspace_warning(&home, workspace.root()));
         let audit = open_audit(&home)?;
-        gate::record_config_load(&settings, &audit)?;
+        gate::record_config_load(&settings, &audit, &warnings)?;
         let store = SessionStore::open(home.sessions_dir(), settings.core.session.fsync)?;
         let actor = pincer_core::actor::agent(&settings.core.agent.agent_id);
         tracing::info!(
@@ -184,7 +202,14 @@ impl Runtime {
             audit,
             store,
             actor,
+            warnings,
         })
+    }
+
+    /// What a person must be told at every start: a shell not offered, or
+    /// offered without the sandbox or with a layer degraded.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     pub fn home(&self) -> &Home {

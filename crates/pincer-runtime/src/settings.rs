@@ -1,13 +1,15 @@
 //! `config.toml`, read once and validated whole when pincer starts: each
 //! section by the crate that owns it (`[session]`, `[context]`, `[agent]`,
 //! `[policy]`, `[[hooks]]` by pincer-core; `[providers.NAME]` by
-//! pincer-providers; `[hardware]` by pincer-hw), every error naming the file,
+//! pincer-providers; `[shell]` by pincer-tools; `[hardware]` by pincer-hw),
+//! every error naming the file,
 //! the line and the key. A top-level key no crate owns is an error too.
 
 use pincer_core::canonical::sha256_hex;
 use pincer_core::config::{Config, ConfigError, Source};
 use pincer_hw::{HardwareConfig, HwError};
 use pincer_providers::config::{self as providers, ContextDefaults, ProviderConfig};
+use pincer_tools::ShellConfig;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,7 @@ pub struct Settings {
     pub core: Config,
     /// `[providers.NAME]` tables, sorted by name.
     pub providers: Vec<ProviderConfig>,
+    pub shell: ShellConfig,
     #[serde(skip)]
     pub hardware: HardwareConfig,
 }
@@ -32,6 +35,7 @@ pub struct Settings {
 fn sections() -> Vec<&'static str> {
     let mut all: Vec<&str> = pincer_core::config::SECTIONS.to_vec();
     all.push(providers::SECTION);
+    all.push(pincer_tools::config::SECTION);
     all.push("hardware");
     all
 }
@@ -45,6 +49,7 @@ impl Settings {
             sha256: None,
             core: Config::default(),
             providers: Vec::new(),
+            shell: ShellConfig::default(),
             hardware: HardwareConfig::default(),
         }
     }
@@ -89,6 +94,7 @@ impl Settings {
                 ));
             }
         }
+        let shell = pincer_tools::config::parse_section(&src)?;
         let hardware = parse_hardware(&src)?;
         Ok(Settings {
             path: path.to_path_buf(),
@@ -96,6 +102,7 @@ impl Settings {
             sha256: None,
             core,
             providers,
+            shell,
             hardware,
         })
     }
@@ -145,6 +152,7 @@ pub fn default_config_toml() -> String {
     [
         pincer_core::config::DEFAULT_TOML,
         providers::EXAMPLE_TOML,
+        pincer_tools::config::EXAMPLE_TOML,
         pincer_hw::config::EXAMPLE_TOML,
     ]
     .concat()
@@ -173,6 +181,7 @@ mod tests {
         let s = Settings::parse(&default_config_toml(), Path::new("x")).expect("parses");
         assert_eq!(s.core, Config::default());
         assert!(s.providers.is_empty());
+        assert_eq!(s.shell, ShellConfig::default());
     }
 
     #[test]
@@ -192,6 +201,14 @@ mod tests {
         check(
             "[hardware]\nboard = \"sim\"\n\n[hardware.sim]\ndevices = [\n  { address = \"0x48\", kind = \"tmp102\", celsius = 20.0 },\n  { address = \"0x99\", kind = \"tmp102\", celsius = 20.0 },\n]\n",
             Err(&["config.toml:7", "hardware.sim.devices[1].address"]),
+        );
+        check(
+            "[shell]\nnetwork = \"on\"\n",
+            Err(&["config.toml", "on", "ask"]),
+        );
+        check(
+            "[shell]\ndegrade = [\"nope\"]\n",
+            Err(&["config.toml:2", "shell.degrade", "nope"]),
         );
         check(
             "[hardware]\nbored = \"sim\"\n",

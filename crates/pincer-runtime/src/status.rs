@@ -13,6 +13,8 @@ use crate::{Env, Settings};
 use pincer_core::home::Home;
 use pincer_providers::config::ProviderKind;
 use pincer_providers::{Check, ProbeReport};
+use pincer_sandbox::Layer;
+use pincer_tools::{NetworkMode, SandboxMode};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -116,6 +118,41 @@ pub struct Hardware {
     pub agent_tools: bool,
 }
 
+/// One layer of the OS sandbox on this machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct SandboxLayer {
+    pub layer: Layer,
+    /// The machine offers it (static checks: nothing is run).
+    pub available: bool,
+    /// `[shell] degrade` lets it be missing.
+    pub may_degrade: bool,
+    pub detail: String,
+}
+
+/// The shell tool and its sandbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sandbox {
+    /// `[shell] sandbox`: on, or off (commands unsandboxed).
+    pub mode: SandboxMode,
+    /// The shell a `command` runs with.
+    pub program: String,
+    /// Whether the agent is offered the shell tool.
+    pub offered: bool,
+    /// `[shell] network`.
+    pub network: NetworkMode,
+    /// pincer runs as root (no user namespace needed).
+    pub root: bool,
+    /// The Landlock ABI the kernel offers (static probe).
+    pub landlock_abi: Option<u32>,
+    /// The cgroup hierarchies used: v1, v2, v1+v2 or none.
+    pub cgroup: &'static str,
+    pub layers: Vec<SandboxLayer>,
+    /// `doctor` only: `true` run in the sandbox over the workspace, and what
+    /// every layer was in that run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<Part<Vec<pincer_sandbox::LayerStatus>>>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderStatus {
     pub name: String,
@@ -162,6 +199,8 @@ pub struct Report {
     pub audit: Part<AuditState>,
     pub memory: Part<Memory>,
     pub hardware: Part<Hardware>,
+    /// The shell tool and the OS sandbox it runs commands in.
+    pub sandbox: Part<Sandbox>,
     /// What `pincer agent` would use now.
     pub agent_provider: Part<AgentProvider>,
     pub providers: Vec<ProviderStatus>,
@@ -184,6 +223,7 @@ impl Report {
             "audit": self.audit,
             "memory": self.memory,
             "hardware": self.hardware,
+            "sandbox": self.sandbox,
         })
     }
 }
@@ -197,11 +237,7 @@ fn is_local(url: &str) -> bool {
 /// Builds the report. Nothing here writes anything.
 pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -> Report {
     let mut errors = Vec::new();
-    let mut warnings = vec![
-        "shell: runs without an OS sandbox (namespaces, Landlock, cgroups are not built yet); \
-         commands the classifier calls read-only run unapproved under supervised autonomy"
-            .to_string(),
-    ];
+    let mut warnings = Vec::new();
 
     // The same choice `pincer agent` makes, built the same way, so a
     // missing key shows here as it would there.
@@ -233,6 +269,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
             .and_then(|s| s.list())
             .map(|l| l.len()),
     );
+    let sandbox = sandbox(home, settings, env, depth, &mut errors, &mut warnings).await;
     let memory = memory(home, &mut errors, &mut warnings);
     let hardware = hardware(settings, env, &mut errors, &mut warnings);
     let skills = match pincer_core::skills::load(&home.skills_dir()) {
@@ -268,6 +305,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
         audit,
         memory,
         hardware,
+        sandbox,
         agent_provider,
         providers,
         skills,
@@ -335,6 +373,7 @@ fn workspace(
         .and_then(|d| crate::tools::open_workspace(home, &d));
     match ws {
         Ok(ws) => {
+            warnings.extend(crate::tools::old_workspace_warning(home, ws.root()));
             if ws.resolution_mode() != pincer_tools::ResolutionMode::Openat2 {
                 warnings.push(format!("file tools: {}", ws.resolution_mode().as_str()));
             }
@@ -508,4 +547,83 @@ fn hardware(
             Part::of(Err(e))
         }
     }
+}
+
+/// The shell tool as the agent would get it, the sandbox's layers on this
+/// machine, and (`doctor`) a live run of `true` in that sandbox: a layer
+/// that fails there means every command would be refused.
+async fn sandbox(
+    home: &Home,
+    settings: &Settings,
+    env: &Env,
+    depth: Depth,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Part<Sandbox> {
+    // A workspace that does not open is reported under `workspace`.
+    let ws = match crate::tools::workspace_dir(home, settings, env, None)
+        .and_then(|d| crate::tools::open_workspace(home, &d))
+    {
+        Ok(ws) => ws,
+        Err(e) => return Part::of(Err(e)),
+    };
+    let shell = match crate::tools::shell(home, settings, env, ws.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            errors.push(e.to_string());
+            return Part::of(Err(e));
+        }
+    };
+    warnings.extend(shell.warnings.iter().cloned());
+    let cfg = &settings.shell;
+    let sb = crate::tools::shell_sandbox(home, settings, &ws);
+    let probe = sb.sandbox.probe();
+    let live = match (depth, cfg.sandbox) {
+        (Depth::Full, SandboxMode::On) if shell.offered => {
+            let agent = &settings.core.agent.agent_id;
+            let r = match sb.spec(&ws, "true", &[], agent, &env.shell, false) {
+                Ok(spec) => {
+                    let run = tokio::task::spawn_blocking(move || {
+                        sb.sandbox
+                            .run(&spec, &pincer_sandbox::RunOptions::default())
+                    })
+                    .await;
+                    match run {
+                        Ok(r) => r
+                            .map(|c| c.finished.layers().to_vec())
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(format!("the check panicked: {e}")),
+                    }
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = &r {
+                errors.push(format!(
+                    "shell: the OS sandbox cannot run a command on this machine, so every shell call will be refused: {e}"
+                ));
+            }
+            Some(Part::of(r))
+        }
+        _ => None,
+    };
+    Part::Ok(Sandbox {
+        mode: cfg.sandbox,
+        program: shell.tool.shell().path().display().to_string(),
+        offered: shell.offered,
+        network: cfg.network,
+        root: probe.root,
+        landlock_abi: probe.landlock_abi,
+        cgroup: probe.cgroup_version,
+        layers: probe
+            .layers
+            .iter()
+            .map(|l| SandboxLayer {
+                layer: l.layer,
+                available: l.available,
+                may_degrade: cfg.degrade.contains(&l.layer),
+                detail: l.detail.clone(),
+            })
+            .collect(),
+        live,
+    })
 }

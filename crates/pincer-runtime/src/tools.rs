@@ -6,7 +6,11 @@ use crate::{Env, RuntimeError, Settings};
 use pincer_core::home::Home;
 use pincer_core::tool::Tool;
 use pincer_hw::{DetectSource, Hardware};
-use pincer_tools::{ToolLimits, Workspace, kernel_tools_with_shell_env};
+use pincer_sandbox::Layer;
+use pincer_tools::{
+    NetworkMode, SandboxMode, ShellChoice, ShellProgram, ShellSandbox, ShellTool, ToolLimits,
+    Workspace, file_tools,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,7 +35,8 @@ impl WorkspaceFrom {
 }
 
 /// The workspace directory: `--workspace`, `PINCER_WORKSPACE`, `[agent]
-/// workspace`, else the home's default. Only the default is created: a
+/// workspace`, else the default beside the home
+/// ([`Home::default_workspace`]). Only the default is created: a
 /// named directory must exist, so a typo is an error, not a new empty
 /// workspace (and nothing is created before the overlap check).
 pub fn workspace_dir(
@@ -59,14 +64,30 @@ pub fn workspace_dir(
         }
         None => {
             let dir = home.default_workspace();
-            pincer_core::fsutil::create_private_dir(&dir).map_err(|source| RuntimeError::Io {
-                what: "cannot create the workspace",
-                path: dir.clone(),
-                source,
+            pincer_core::fsutil::create_private_dir(&dir).map_err(|source| {
+                RuntimeError::DefaultWorkspace {
+                    dir: dir.clone(),
+                    source,
+                }
             })?;
             Ok(dir)
         }
     }
+}
+
+/// A warning when `PINCER_HOME/workspace`, where the default workspace was
+/// before it moved beside the home, still exists and is not the workspace
+/// in use: files there are not lost, but the agent no longer sees them.
+pub fn old_workspace_warning(home: &Home, in_use: &Path) -> Option<String> {
+    let old = home.old_workspace();
+    (old.is_dir() && old != in_use).then(|| {
+        format!(
+            "workspace: {} was the default workspace before it moved out of PINCER_HOME; \
+             the agent now uses {}. Move what you keep there, then remove it",
+            old.display(),
+            in_use.display()
+        )
+    })
 }
 
 /// Opens the workspace at `dir` with every protected path of the home
@@ -98,23 +119,198 @@ pub fn offers_hardware(hw: &Hardware) -> bool {
     )
 }
 
-/// The agent's tools over `ws`: file tools, shell, memory, and the
-/// hardware tools when `hw` is given.
+/// The sandbox the agent's shell runs its commands in (and `pincer exec`
+/// runs one command in): pincer's own binary as the helper, the limits and
+/// degradable layers of `[shell]`, and all of `PINCER_HOME` hidden when the
+/// workspace is outside it (inside it, each protected path is hidden on
+/// its own, and Landlock denies the rest).
+pub fn shell_sandbox(home: &Home, settings: &Settings, ws: &Workspace) -> ShellSandbox {
+    let cfg = &settings.shell;
+    let mut hide = Vec::new();
+    if !ws.root().starts_with(home.root()) {
+        hide.push(home.root().to_path_buf());
+    }
+    ShellSandbox {
+        limits: cfg.limits.clone(),
+        degrade: cfg.degrade.clone(),
+        hide,
+        ..ShellSandbox::default()
+    }
+}
+
+/// The agent's shell tool on this machine, and what a person must be told
+/// about it at every start.
+#[derive(Debug)]
+pub struct Shell {
+    /// The tool as configured (the assessment tools hold it even when the
+    /// agent is not offered it: judging a call needs the tool).
+    pub tool: ShellTool,
+    /// Whether the agent gets it.
+    pub offered: bool,
+    /// Said at every start, in `doctor` and in `status`.
+    pub warnings: Vec<String>,
+}
+
+/// The layers `sandbox` cannot apply on this machine that a run with the
+/// network on (`network`) requires, and that `degrade` does not allow to
+/// be missing: each with the probe's reason.
+pub fn missing_layers(
+    probe: &pincer_sandbox::Probe,
+    degrade: &std::collections::BTreeSet<Layer>,
+    network: bool,
+) -> Vec<(Layer, String)> {
+    let mut spec = pincer_sandbox::Spec::new(vec!["true".into()], "/", "pincer");
+    spec.network = network;
+    probe
+        .layers
+        .iter()
+        .filter(|l| !l.available && l.layer.required(&spec, probe.root))
+        .filter(|l| !degrade.contains(&l.layer))
+        .map(|l| (l.layer, l.detail.clone()))
+        .collect()
+}
+
+/// Builds the shell tool from `[shell]`: the program (a configured one
+/// must exist; the default dash, when missing, only leaves the agent
+/// without a shell), the sandbox or the explicit unsandboxed opt-in, and
+/// whether the agent is offered it — not when a layer it needs is missing
+/// here and the config does not let that layer degrade. Nothing here falls
+/// back to running unsandboxed.
+pub fn shell(
+    home: &Home,
+    settings: &Settings,
+    env: &Env,
+    ws: Arc<Workspace>,
+) -> Result<Shell, RuntimeError> {
+    let cfg = &settings.shell;
+    let program = match cfg.program {
+        Some(ShellChoice::Bash) => ShellProgram::bash(),
+        Some(ShellChoice::Dash) | None => ShellProgram::dash(),
+    };
+    let mut warnings = Vec::new();
+    let mut offered = true;
+    if !program.path().is_file() {
+        if cfg.program.is_some() {
+            return Err(RuntimeError::ShellProgram {
+                path: program.path().to_path_buf(),
+            });
+        }
+        offered = false;
+        warnings.push(format!(
+            "shell: not offered to the agent: {} is missing on this machine (install dash, or set [shell] program = \"bash\")",
+            program.path().display()
+        ));
+    }
+    let sandbox = shell_sandbox(home, settings, &ws);
+    let base = ShellTool::new(
+        ws,
+        &ToolLimits::default(),
+        &settings.core.agent.agent_id,
+        env.shell.clone(),
+    )
+    .with_shell(program)
+    .with_deny_commands(settings.core.policy.deny_commands.clone());
+    let tool = match cfg.sandbox {
+        SandboxMode::Off => {
+            warnings.push(
+                "shell: commands run WITHOUT the OS sandbox ([shell] sandbox = \"off\"), with pincer's own access to this machine: its config, audit trail, approvals and keys"
+                    .to_string(),
+            );
+            base.unsandboxed()
+        }
+        SandboxMode::On => {
+            let probe = sandbox.sandbox.probe();
+            let missing = missing_layers(&probe, &cfg.degrade, false);
+            if !missing.is_empty() {
+                offered = false;
+                let list: Vec<String> = missing
+                    .iter()
+                    .map(|(l, why)| format!("{l} ({why})"))
+                    .collect();
+                warnings.push(format!(
+                    "shell: not offered to the agent: the OS sandbox cannot be built here, missing {}. \
+                     Run `pincer sandbox check`; allow a layer to be missing with [shell] degrade, or \
+                     run commands unsandboxed with [shell] sandbox = \"off\" (not recommended)",
+                    list.join(", ")
+                ));
+            }
+            for l in probe
+                .layers
+                .iter()
+                .filter(|l| !l.available && cfg.degrade.contains(&l.layer))
+            {
+                warnings.push(format!(
+                    "shell: sandbox layer {} is missing on this machine ({}) and degrades ([shell] degrade): commands run without it",
+                    l.layer, l.detail
+                ));
+            }
+            if cfg.network == NetworkMode::Ask && missing.is_empty() {
+                let net = missing_layers(&probe, &cfg.degrade, true);
+                if !net.is_empty() {
+                    let list: Vec<String> = net.iter().map(|(l, _)| l.to_string()).collect();
+                    warnings.push(format!(
+                        "shell: a call asking for the network will not run here: missing {}",
+                        list.join(", ")
+                    ));
+                }
+            }
+            base.with_sandbox(sandbox).with_network(cfg.network)
+        }
+    };
+    Ok(Shell {
+        tool,
+        offered,
+        warnings,
+    })
+}
+
+/// The agent's tools, and what a person must be told about them.
+pub struct Tools {
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("Tools")
+            .field("tools", &names)
+            .field("warnings", &self.warnings)
+            .finish()
+    }
+}
+
+/// The agent's tools over `ws`: file tools, shell (when offered), memory,
+/// and the hardware tools when `hw` is given.
 pub fn agent_tools(
     home: &Home,
     settings: &Settings,
     env: &Env,
     ws: Arc<Workspace>,
     hw: Option<Arc<Hardware>>,
+) -> Result<Tools, RuntimeError> {
+    let shell = shell(home, settings, env, ws.clone())?;
+    let offered = shell.offered.then_some(shell.tool);
+    Ok(Tools {
+        tools: assemble(home, settings, ws, offered, hw),
+        warnings: shell.warnings,
+    })
+}
+
+/// The file tools, the shell when given, memory, the hardware tools when
+/// given: in the order the model sees them.
+fn assemble(
+    home: &Home,
+    settings: &Settings,
+    ws: Arc<Workspace>,
+    shell: Option<ShellTool>,
+    hw: Option<Arc<Hardware>>,
 ) -> Vec<Arc<dyn Tool>> {
     let agent = &settings.core.agent;
-    let mut tools = kernel_tools_with_shell_env(
-        ws,
-        &ToolLimits::default(),
-        &agent.agent_id,
-        env.shell.clone(),
-        &settings.core.policy.deny_commands,
-    );
+    let mut tools = file_tools(ws, &ToolLimits::default());
+    if let Some(shell) = shell {
+        tools.push(Arc::new(shell));
+    }
     let memory: pincer_tools::SharedMemory =
         Arc::new(pincer_tools::LazyMemory::new(home.memory_dir()));
     tools.push(Arc::new(pincer_tools::MemorySearch::new(memory.clone())));
@@ -132,27 +328,28 @@ pub fn agent_tools(
 /// running them (`pincer policy explain`, `doctor`): the same protected
 /// paths, over the real workspace when it opens, else over the home's
 /// default one (a misconfigured workspace must not stop an explanation);
-/// the hardware tools whichever board was found (judging a call needs the
-/// tool).
+/// the hardware tools whichever board was found, and the shell whether or
+/// not this machine can sandbox it (judging a call needs the tool).
 pub fn assessment_tools(
     home: &Home,
     settings: &Settings,
     env: &Env,
 ) -> Result<Vec<Arc<dyn Tool>>, RuntimeError> {
-    let ws = match workspace_dir(home, settings, env, None)
-        .and_then(|dir| open_workspace(home, &dir))
-    {
-        Ok(ws) => ws,
-        Err(_) => {
-            let dir = home.default_workspace();
-            pincer_core::fsutil::create_private_dir(&dir).map_err(|source| RuntimeError::Io {
-                what: "cannot create the workspace",
-                path: dir.clone(),
-                source,
-            })?;
-            open_workspace(home, &dir)?
-        }
-    };
+    let ws =
+        match workspace_dir(home, settings, env, None).and_then(|dir| open_workspace(home, &dir)) {
+            Ok(ws) => ws,
+            Err(_) => {
+                let dir = home.default_workspace();
+                pincer_core::fsutil::create_private_dir(&dir).map_err(|source| {
+                    RuntimeError::DefaultWorkspace {
+                        dir: dir.clone(),
+                        source,
+                    }
+                })?;
+                open_workspace(home, &dir)?
+            }
+        };
     let hw = hardware(settings, env)?;
-    Ok(agent_tools(home, settings, env, ws, Some(hw)))
+    let shell = shell(home, settings, env, ws.clone())?;
+    Ok(assemble(home, settings, ws, Some(shell.tool), Some(hw)))
 }

@@ -14,6 +14,7 @@
 //! environment variables: the binary passes what it needs ([`ShellEnv`]).
 
 mod args;
+pub mod config;
 pub mod files;
 #[cfg(feature = "hw")]
 pub mod hw;
@@ -22,6 +23,7 @@ pub mod shell;
 mod shell_sandbox;
 pub mod workspace;
 
+pub use config::{NetworkMode, SandboxMode, ShellChoice, ShellConfig};
 pub use files::{FileEdit, FileList, FileRead, FileWrite};
 pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
 pub use pincer_shell::Shell as ShellDialect;
@@ -63,28 +65,27 @@ impl Default for ToolLimits {
     }
 }
 
-/// The built-in tools: the four file tools and `shell`, with `shell` getting
-/// [`ShellEnv::default`] (a standard `PATH`, `LANG=C.UTF-8`).
-pub fn kernel_tools(ws: Arc<Workspace>, limits: &ToolLimits, agent_id: &str) -> Vec<Arc<dyn Tool>> {
-    kernel_tools_with_shell_env(ws, limits, agent_id, ShellEnv::default(), &[])
-}
-
-/// [`kernel_tools`] with the allowlisted environment the binary read at
-/// start and the configured extra deny patterns for shell programs.
-pub fn kernel_tools_with_shell_env(
-    ws: Arc<Workspace>,
-    limits: &ToolLimits,
-    agent_id: &str,
-    env: ShellEnv,
-    deny_commands: &[String],
-) -> Vec<Arc<dyn Tool>> {
+/// The four file tools over `ws`.
+pub fn file_tools(ws: Arc<Workspace>, limits: &ToolLimits) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(FileRead::new(ws.clone(), limits.read_cap)),
         Arc::new(FileList::new(ws.clone(), limits.list_max)),
         Arc::new(FileWrite::new(ws.clone(), limits.write_cap)),
-        Arc::new(FileEdit::new(ws.clone(), limits.write_cap)),
-        Arc::new(
-            ShellTool::new(ws, limits, agent_id, env).with_deny_commands(deny_commands.to_vec()),
-        ),
+        Arc::new(FileEdit::new(ws, limits.write_cap)),
     ]
+}
+
+/// The built-in tools: the four file tools and `shell` (sandboxed with
+/// [`ShellSandbox::default`], [`ShellEnv::default`]: a standard `PATH`,
+/// `LANG=C.UTF-8`). pincer itself assembles its tools from the config in
+/// pincer-runtime.
+pub fn kernel_tools(ws: Arc<Workspace>, limits: &ToolLimits, agent_id: &str) -> Vec<Arc<dyn Tool>> {
+    let mut tools = file_tools(ws.clone(), limits);
+    tools.push(Arc::new(ShellTool::new(
+        ws,
+        limits,
+        agent_id,
+        ShellEnv::default(),
+    )));
+    tools
 }

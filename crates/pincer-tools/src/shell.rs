@@ -49,6 +49,7 @@
 
 use crate::ToolLimits;
 use crate::args::{Args, object_schema, respond};
+use crate::config::NetworkMode;
 use crate::shell_sandbox::{self, ShellSandbox};
 use crate::workspace::Workspace;
 use pincer_core::gate::{Gated, Permit};
@@ -136,7 +137,7 @@ fn absolute_entries(path: &OsStr) -> OsString {
     OsString::from_vec(kept.join(&b':'))
 }
 
-const PARAMS: &[&str] = &["argv", "command", "timeout_secs"];
+const PARAMS: &[&str] = &["argv", "command", "timeout_secs", "network"];
 
 /// The shell that runs a `command`: an absolute path and the dialect the
 /// classifier models for it.
@@ -221,6 +222,7 @@ pub struct ShellTool {
     output_cap: usize,
     description: String,
     isolation: Isolation,
+    network: NetworkMode,
 }
 
 /// How commands are isolated: in the OS sandbox, or (explicit opt-in only)
@@ -309,6 +311,7 @@ impl ShellTool {
             output_cap,
             description: String::new(),
             isolation: Isolation::Sandboxed(Box::default()),
+            network: NetworkMode::Off,
         };
         tool.description = tool.describe();
         tool
@@ -330,6 +333,14 @@ impl ShellTool {
         self
     }
 
+    /// Whether a call may ask for the network (`network: true`, then high
+    /// risk): [`NetworkMode::Off`] by default. It only matters sandboxed.
+    pub fn with_network(mut self, network: NetworkMode) -> ShellTool {
+        self.network = network;
+        self.description = self.describe();
+        self
+    }
+
     /// True when commands run in the OS sandbox.
     pub fn is_sandboxed(&self) -> bool {
         matches!(self.isolation, Isolation::Sandboxed(_))
@@ -337,13 +348,18 @@ impl ShellTool {
 
     fn describe(&self) -> String {
         let isolation = match &self.isolation {
-            Isolation::Sandboxed(sb) => format!(
+            Isolation::Sandboxed(_) => format!(
                 "It runs in an OS sandbox: only the workspace is writable; system directories are \
-                 read-only; /tmp and HOME are private and empty at every call; the network is {}; \
+                 read-only; /tmp and HOME are private and empty at every call; {}; \
                  pincer's own state and other processes are out of reach; processes the command \
                  leaves running are killed when it exits. The environment is PATH, LANG, LC_ALL, \
                  TERM=dumb, HOME=<private>, PINCER_AGENT.",
-                if sb.network { "on" } else { "off" }
+                match self.network {
+                    NetworkMode::Off => "there is no network",
+                    NetworkMode::Ask =>
+                        "there is no network unless the call sets `network: true` (such a call \
+                         always needs approval unless autonomy is `full`)",
+                }
             ),
             Isolation::Unsandboxed => "WARNING: it runs WITHOUT an OS sandbox (configured so), \
                  with the same access as pincer itself. The environment is reduced to PATH, LANG, \
@@ -366,13 +382,19 @@ impl ShellTool {
         )
     }
 
+    /// True when a call may ask for the network: sandboxed (unsandboxed,
+    /// every command has pincer's network anyway) with [`NetworkMode::Ask`].
+    fn network_askable(&self) -> bool {
+        self.network == NetworkMode::Ask && self.is_sandboxed()
+    }
+
     async fn run(
         &self,
         ws: &Workspace,
-        program: &str,
-        args: &[&str],
-        timeout: Duration,
+        call: &Call<'_>,
+        permit: &Permit<'_>,
     ) -> Result<String, ToolError> {
+        let (program, args, timeout) = (call.program, &call.args[..], call.timeout);
         let fatal = |what: &str, e: std::io::Error| ToolError::Fatal(format!("shell: {what}: {e}"));
         let (reader, writer) = std::io::pipe().map_err(|e| fatal("cannot create a pipe", e))?;
         let writer2 = writer
@@ -383,7 +405,7 @@ impl ShellTool {
         let mut pending = None;
         let mut child = match &self.isolation {
             Isolation::Sandboxed(sb) => {
-                let spec = sb.spec(ws, program, args, &self.agent_id, &self.env)?;
+                let spec = sb.spec(ws, program, args, &self.agent_id, &self.env, call.network)?;
                 let prepared = sb.prepare(spec).await?;
                 let mut cmd = tokio::process::Command::from(prepared.command);
                 cmd.stdout(writer)
@@ -518,23 +540,28 @@ impl ShellTool {
                 (None, None) => "exit status unknown".to_string(),
             }
         };
+        let mut notes = Vec::new();
+        if call.network {
+            notes.push(
+                "note: the network was on for this command (the call asked for it)".to_string(),
+            );
+        }
         match &finished {
-            Some(f) => {
-                for note in f.notes() {
-                    text.push('\n');
-                    text.push_str(&note);
-                }
-            }
-            None => {
-                text.push_str(
-                    "\nnote: this command ran WITHOUT the OS sandbox (the shell tool was configured unsandboxed)",
-                );
-                if leftovers_killed && !timed_out {
-                    text.push_str(
-                        "\nnote: the command left processes running in its process group; they were killed when it exited",
-                    );
-                }
-            }
+            Some(f) => notes.extend(f.notes()),
+            None => notes.push(
+                "note: this command ran WITHOUT the OS sandbox (the shell tool was configured unsandboxed)"
+                    .to_string(),
+            ),
+        }
+        for note in notes {
+            text.push('\n');
+            text.push_str(&note);
+            permit.note(note);
+        }
+        if finished.is_none() && leftovers_killed && !timed_out {
+            text.push_str(
+                "\nnote: the command left processes running in its process group; they were killed when it exited",
+            );
         }
         if pipe_held {
             text.push_str(
@@ -555,6 +582,15 @@ impl ShellTool {
         }
         Ok(text)
     }
+}
+
+/// One call, as the tool runs it.
+struct Call<'a> {
+    program: &'a str,
+    args: Vec<&'a str>,
+    timeout: Duration,
+    /// The network is on for this command.
+    network: bool,
 }
 
 /// Kills the command's process group if the call is dropped before the
@@ -670,6 +706,13 @@ impl Tool for ShellTool {
     }
 
     fn parameters_schema(&self) -> Value {
+        let network = (
+            "network",
+            json!({
+                "type": "boolean",
+                "description": "true: run with the network on (default false). Such a call needs approval unless autonomy is `full`."
+            }),
+        );
         object_schema(
             &[
                 (
@@ -697,7 +740,10 @@ impl Tool for ShellTool {
                         "description": format!("Seconds before the command is killed (default {})", self.timeout_default.as_secs())
                     }),
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(self.network_askable().then_some(network))
+            .collect::<Vec<_>>(),
             &[],
         )
     }
@@ -722,12 +768,41 @@ impl Tool for ShellTool {
                 format!("the command names `{p}`, which is pincer's own state (sessions, audit trail, approvals, memory, keys, config)")
             })
         });
-        let mut a = Assessment::new(policy_risk(c.risk), c.why);
+        let network = match args.get("network") {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(_) => {
+                return Assessment::new(Risk::High, "the arguments are malformed")
+                    .with_invalid("argument `network` must be true or false");
+            }
+        };
+        if network && !self.network_askable() {
+            return Assessment::new(Risk::High, NETWORK_REFUSED).with_invalid(NETWORK_REFUSED);
+        }
+        let mut a = if network {
+            Assessment::new(
+                Risk::High,
+                format!(
+                    "{}; and the call asks for the network, which is high risk",
+                    c.why
+                ),
+            )
+        } else {
+            Assessment::new(policy_risk(c.risk), c.why)
+        };
         a.denied = denied;
+        let mut subject = serde_json::Map::new();
         if let Some(what) = &c.hardware {
-            a = a
-                .on_hardware()
-                .with_subject(json!({"op": "shell", "bus": "shell", "touches": what}));
+            a = a.on_hardware();
+            subject.insert("op".into(), json!("shell"));
+            subject.insert("bus".into(), json!("shell"));
+            subject.insert("touches".into(), json!(what));
+        }
+        if network {
+            subject.insert("network".into(), json!(true));
+        }
+        if !subject.is_empty() {
+            a = a.with_subject(Value::Object(subject));
         }
         a.detail = Some(json!({
             "command": command,
@@ -784,11 +859,26 @@ impl Tool for ShellTool {
                 }
                 Some(s) => Duration::from_secs(s),
             };
-            self.run(permit.open(&self.ws).as_ref(), program, &rest, timeout)
+            let network = match a.opt_bool("network")? {
+                Some(true) if !self.network_askable() => {
+                    return Err(a.error(NETWORK_REFUSED));
+                }
+                n => n.unwrap_or(false),
+            };
+            let call = Call {
+                program,
+                args: rest,
+                timeout,
+                network,
+            };
+            self.run(permit.open(&self.ws).as_ref(), &call, &permit)
                 .await
         })
     }
 }
+
+/// Why `network: true` is refused when the configuration does not allow it.
+const NETWORK_REFUSED: &str = "argument `network`: commands get no network here ([shell] network = \"off\" in pincer's config); do without it";
 
 /// The classifier's class as the gate's (the same three, in the same order).
 fn policy_risk(r: pincer_shell::Risk) -> Risk {

@@ -13,14 +13,13 @@ use std::process::ExitStatus;
 
 /// The sandbox every shell command runs in. Built from pincer's own config
 /// (never from the workspace); [`ShellSandbox::default`] is the strict
-/// default: pincer's binary as the helper, network off, default limits,
-/// nothing allowed to degrade.
+/// default: pincer's binary as the helper, default limits, nothing allowed
+/// to degrade. The network is off unless one call asks for it and the
+/// shell tool allows that (see [`crate::ShellTool::with_network`]).
 #[derive(Debug, Clone)]
 pub struct ShellSandbox {
     pub sandbox: Sandbox,
     pub limits: Limits,
-    /// Network on for every command (off by default).
-    pub network: bool,
     /// Layers that may degrade on this machine instead of refusing to run.
     pub degrade: BTreeSet<Layer>,
     /// Host directories commands may read and execute from.
@@ -37,7 +36,6 @@ impl Default for ShellSandbox {
         ShellSandbox {
             sandbox: Sandbox::current_exe(),
             limits: Limits::default(),
-            network: false,
             degrade: BTreeSet::new(),
             read_only: pincer_sandbox::default_read_only(),
             hide: Vec::new(),
@@ -49,14 +47,18 @@ impl Default for ShellSandbox {
 impl ShellSandbox {
     /// The spec of one call: the workspace read-write and cwd, pincer's
     /// state (the workspace's protected paths and `hide`) hidden, the
-    /// allowlisted environment with `TERM=dumb`.
-    pub(crate) fn spec(
+    /// allowlisted environment with `TERM=dumb`; the network on only when
+    /// `network` (this call asked for it, and may). `pincer exec` and
+    /// `doctor` build their runs with it too, so they get exactly the
+    /// agent's sandbox.
+    pub fn spec(
         &self,
         ws: &Workspace,
         program: &str,
         args: &[&str],
         agent: &str,
         env: &ShellEnv,
+        network: bool,
     ) -> Result<Spec, ToolError> {
         let mut argv = vec![program.to_string()];
         argv.extend(args.iter().map(|a| a.to_string()));
@@ -69,7 +71,7 @@ impl ShellSandbox {
             .chain(self.hide.iter().cloned())
             .collect();
         spec.home = self.home.clone();
-        spec.network = self.network;
+        spec.network = network;
         spec.limits = self.limits.clone();
         spec.degrade = self.degrade.clone();
         let text = |name: &str, v: &std::ffi::OsStr| {

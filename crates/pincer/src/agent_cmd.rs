@@ -224,7 +224,7 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
         eprintln!(
-            "warning: cannot make pincer non-dumpable ({e}); its environment is readable by the shell tool"
+            "warning: cannot make pincer non-dumpable ({e}); other processes of this user can read its environment, API keys included"
         );
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -242,6 +242,9 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
     ))?;
     if !args.json {
         eprintln!("provider: {}", runtime.provider_choice().how);
+    }
+    for w in runtime.warnings() {
+        eprintln!("warning: {}", terminal_safe(w));
     }
     let approver: Arc<dyn Approver> = if std::io::stdin().is_terminal() {
         Arc::new(TerminalApprover {

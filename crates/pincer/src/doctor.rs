@@ -7,6 +7,7 @@ use crate::Ctx;
 use anyhow::{Context, Result};
 use pincer_core::text::terminal_safe;
 use pincer_runtime::status::{self, Depth, Part, Report};
+use pincer_tools::SandboxMode;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -115,6 +116,7 @@ fn summary(o: &mut String, r: &Report) {
             m.search
         ))
     );
+    let _ = writeln!(o, "sandbox:   {}", part(&r.sandbox, sandbox_line));
     let _ = writeln!(
         o,
         "hardware:  {}",
@@ -125,6 +127,65 @@ fn summary(o: &mut String, r: &Report) {
             if h.agent_tools { "on" } else { "off" }
         ))
     );
+}
+
+fn sandbox_line(s: &status::Sandbox) -> String {
+    let shell = if s.offered {
+        format!("shell {} offered", s.program)
+    } else {
+        format!("shell {} NOT offered (see warnings)", s.program)
+    };
+    match s.mode {
+        SandboxMode::Off => format!("OFF: commands run without the OS sandbox; {shell}"),
+        SandboxMode::On => format!(
+            "on (Landlock ABI {}, cgroup {}{}); {shell}; network {}",
+            s.landlock_abi
+                .map_or_else(|| "none".to_string(), |a| a.to_string()),
+            s.cgroup,
+            if s.root { ", as root" } else { "" },
+            s.network.as_str()
+        ),
+    }
+}
+
+/// Each layer: offered by the machine, allowed to degrade, and what the
+/// live run of `true` applied.
+fn sandbox_layers(o: &mut String, s: &status::Sandbox) {
+    if s.mode == SandboxMode::Off {
+        return;
+    }
+    let _ = writeln!(o, "sandbox layers (machine / live run):");
+    for l in &s.layers {
+        let live = match &s.live {
+            Some(Part::Ok(layers)) => {
+                layers
+                    .iter()
+                    .find(|x| x.layer == l.layer)
+                    .map_or("-", |x| match x.state {
+                        pincer_sandbox::State::Enforced => "enforced",
+                        pincer_sandbox::State::Degraded => "DEGRADED",
+                        pincer_sandbox::State::NotApplied => "not applied",
+                    })
+            }
+            Some(Part::Err { .. }) => "failed",
+            None => "-",
+        };
+        let _ = writeln!(
+            o,
+            "  {:<18} {:<13} {:<11} {}",
+            l.layer.as_str(),
+            match (l.available, l.may_degrade) {
+                (true, _) => "available",
+                (false, true) => "MISSING, may",
+                (false, false) => "MISSING",
+            },
+            live,
+            terminal_safe(&l.detail)
+        );
+    }
+    if let Some(Part::Err { error }) = &s.live {
+        let _ = writeln!(o, "  live run: {}", terminal_safe(error));
+    }
 }
 
 /// `- item`, its further lines indented under it.
@@ -235,6 +296,9 @@ fn render_doctor(r: &Report) -> String {
         render_checks(&mut o, &[&pr.health, &pr.models], &pr.model_ids);
     }
     let _ = writeln!(o, "skills:    {}", list(&r.skills));
+    if let Part::Ok(sb) = &r.sandbox {
+        sandbox_layers(&mut o, sb);
+    }
     problems(&mut o, r);
     o
 }

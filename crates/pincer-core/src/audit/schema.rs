@@ -151,6 +151,10 @@ pub struct ConfigLoad {
     /// The part of the configuration that decides what the agent may do.
     #[serde(default)]
     pub policy: Value,
+    /// What the person was warned of at this start (a shell that runs
+    /// without the OS sandbox, or is not offered, a degraded layer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 payload!(ConfigLoad, ConfigLoad);
 
@@ -335,6 +339,10 @@ pub struct ToolCallDone {
     pub result_bytes: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the tool recorded about how the call ran (a sandbox layer that
+    /// degraded, the network on for this call, no sandbox at all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 payload!(ToolCallDone, ToolCall);
 

@@ -4,8 +4,8 @@
 
 use crate::support::{call_through, full_gate, test_sandbox};
 use pincer_core::tool::{Tool, ToolError};
-use pincer_sandbox::corpus::{self, Action, Case, Fixture, Observation};
-use pincer_tools::{ShellEnv, ShellSandbox, ShellTool, ToolLimits, Workspace};
+use pincer_sandbox::corpus::{self, Action, Fixture, Observation};
+use pincer_tools::{NetworkMode, ShellEnv, ShellSandbox, ShellTool, ToolLimits, Workspace};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,22 +18,25 @@ fn limits() -> ToolLimits {
 }
 
 /// The shell tool for one case: the fixture's workspace, its fake
-/// PINCER_HOME hidden, `{ro}` read-only, the case's network switch.
+/// PINCER_HOME hidden, `{ro}` read-only, a call may ask for the network.
 /// (The workspace gets no protected paths: the shell's textual check would
 /// then refuse every command naming PINCER_HOME before the sandbox is
 /// reached, and the sandbox is what is under test here.)
-fn tool_for(fx: &Fixture, case: &Case) -> Arc<dyn Tool> {
+fn tool_for(fx: &Fixture) -> Arc<dyn Tool> {
     let ws = Arc::new(Workspace::open(&fx.ws, vec![]).unwrap());
     let mut read_only = pincer_sandbox::default_read_only();
     read_only.push(fx.ro.clone());
     let sb = ShellSandbox {
         limits: Fixture::limits(),
-        network: case.network,
         read_only,
         hide: vec![fx.home.clone()],
         ..test_sandbox()
     };
-    Arc::new(ShellTool::new(ws, &limits(), "corpus", ShellEnv::default()).with_sandbox(sb))
+    Arc::new(
+        ShellTool::new(ws, &limits(), "corpus", ShellEnv::default())
+            .with_sandbox(sb)
+            .with_network(NetworkMode::Ask),
+    )
 }
 
 fn text(r: Result<String, ToolError>) -> String {
@@ -66,8 +69,12 @@ async fn every_escape_in_the_corpus_is_refused_through_the_shell_tool() {
         }
         fx.arm(&case).unwrap();
         let gate = full_gate(&dir.path().join("audit"));
-        let tool = tool_for(&fx, &case);
-        let args = json!({"command": fx.command(&case), "timeout_secs": case.timeout.as_secs()});
+        let tool = tool_for(&fx);
+        let args = json!({
+            "command": fx.command(&case),
+            "timeout_secs": case.timeout.as_secs(),
+            "network": case.network,
+        });
         let runs = match case.action {
             Action::Once => vec![text(call_through(&gate, tool, args).await)],
             Action::Twice => vec![

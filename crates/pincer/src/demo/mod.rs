@@ -87,12 +87,16 @@ fn runtime(
     provider.script = Some(script_path);
     settings.providers = vec![provider];
     let env = Env::default().with_board("sim");
-    Ok(rt.block_on(Runtime::start(
+    let runtime = rt.block_on(Runtime::start(
         home.clone(),
         settings,
         env,
         RuntimeOptions::default(),
-    ))?)
+    ))?;
+    for w in runtime.warnings() {
+        eprintln!("warning: {}", pincer_core::text::terminal_safe(w));
+    }
+    Ok(runtime)
 }
 
 /// Opens `key` on `runtime` with `approver`.

@@ -329,8 +329,21 @@ fn doctor_reports_providers_and_degradations_as_json() {
         "{doc}"
     );
     assert_eq!(doc["ok"], true, "{doc}");
-    let warnings = doc["warnings"].to_string();
-    assert!(warnings.contains("without an OS sandbox"), "{warnings}");
+    // The shell is offered, sandboxed, and a live run applied Landlock.
+    let sb = &doc["sandbox"];
+    assert_eq!(sb["mode"], "on", "{sb}");
+    assert_eq!(sb["offered"], true, "{sb}");
+    let live = sb["live"].as_array().expect("live layers");
+    assert!(
+        live.iter()
+            .any(|l| l["layer"] == "landlock-fs" && l["state"] == "enforced"),
+        "{sb}"
+    );
+    assert!(
+        !doc["warnings"].to_string().contains("sandbox"),
+        "{}",
+        doc["warnings"]
+    );
     // pincer's own shape, not a language's.
     let text = doc.to_string();
     assert!(
@@ -340,6 +353,21 @@ fn doctor_reports_providers_and_degradations_as_json() {
     let text = ok(pincer_env(&home, &["doctor"], &[]));
     assert!(text.contains("autonomy:  readonly"), "{text}");
     assert!(!text.contains("Scripted"), "no type names: {text}");
+    assert!(text.contains("sandbox:   on"), "{text}");
+    // The unsandboxed opt-in is a warning in doctor, not silence.
+    let config = home.join("config.toml");
+    let mut c = std::fs::read_to_string(&config).expect("config");
+    c.push_str("\n[shell]\nsandbox = \"off\"\n");
+    std::fs::write(&config, c).expect("write");
+    let doc = json(&ok(pincer_env(&home, &["doctor", "--json"], &[])));
+    assert_eq!(doc["sandbox"]["mode"], "off");
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("WITHOUT the OS sandbox"),
+        "{}",
+        doc["warnings"]
+    );
 }
 
 #[test]
