@@ -181,7 +181,7 @@ impl Fx {
         read_watermark(&self.wm).unwrap()
     }
     fn last_seq(&self) -> u64 {
-        self.audit.verify().unwrap().entries
+        self.audit.verify().unwrap().last_seq
     }
     /// One gate-admitted, successful tool call plus a hook verdict.
     fn activity(&self, call: &str) {
