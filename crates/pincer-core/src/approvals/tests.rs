@@ -294,6 +294,44 @@ async fn an_answer_copied_from_another_approval_is_a_denial() {
     assert!(files(&q).is_empty(), "{:?}", files(&q));
 }
 
+/// An answer file under the right id, saying the right id, but carrying
+/// another call's hash (what an approval of a harmless call, edited to
+/// name a dangerous one, looks like) is a denial; so is one carrying the
+/// right hash but another id. Each check is tested alone.
+#[tokio::test]
+async fn an_answer_with_the_right_id_but_another_call_hash_is_a_denial() {
+    let (_home, q) = setup();
+    let a = q
+        .submit(&request("shell", json!({"command": "ls"})), MINUTE)
+        .unwrap();
+    q.answer(&a.id, Resolution::Approved { by: "ana".into() })
+        .unwrap();
+    let approved: serde_json::Value =
+        serde_json::from_slice(&fs::read(q.answer_path(&a.id)).unwrap()).unwrap();
+    assert_eq!(approved["answer"], "approved");
+    for (id_in_file, hash_in_file) in [
+        (None, Some(a.call_hash.clone())),
+        (None, Some("0".repeat(64))),
+        (Some(a.id.clone()), None),
+    ] {
+        let b = q
+            .submit(&request("shell", json!({"command": "rm -rf /"})), MINUTE)
+            .unwrap();
+        let mut forged = approved.clone();
+        forged["id"] = json!(id_in_file.unwrap_or_else(|| b.id.clone()));
+        forged["call_hash"] = json!(hash_in_file.clone().unwrap_or_else(|| b.call_hash.clone()));
+        let path = q.answer_path(&b.id);
+        fs::write(&path, serde_json::to_vec(&forged).unwrap()).unwrap();
+        match joined(spawn_wait(&q, &b)).await {
+            ApprovalAnswer::Denied { by, reason } => {
+                assert_eq!(by, "system");
+                assert!(reason.contains("different call"), "{reason}");
+            }
+            other => panic!("a forged answer was accepted ({forged}): {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn bad_ids_are_refused_naming_the_id() {
     let (_home, q) = setup();
