@@ -13,6 +13,10 @@ const ACTOR: &str = "agent:pincer";
 trait TestSink: PageSink {
     fn pages(&self) -> BTreeMap<String, SessionPage>;
     fn writes(&self) -> usize;
+    /// Removes a page, as a person deleting its file would.
+    fn delete(&self, id: &str);
+    /// From now on, page writes fail (writing nothing) or work again.
+    fn set_failing(&self, failing: bool);
 }
 
 /// In memory.
@@ -20,10 +24,14 @@ trait TestSink: PageSink {
 struct MemSink {
     pages: Mutex<BTreeMap<String, SessionPage>>,
     writes: Mutex<usize>,
+    failing: Mutex<bool>,
 }
 
 impl PageSink for MemSink {
     fn write_page(&self, page: &SessionPage) -> Result<(), String> {
+        if *self.failing.lock().unwrap() {
+            return Err("no space left on device".into());
+        }
         *self.writes.lock().unwrap() += 1;
         self.pages
             .lock()
@@ -43,6 +51,12 @@ impl TestSink for MemSink {
     fn writes(&self) -> usize {
         *self.writes.lock().unwrap()
     }
+    fn delete(&self, id: &str) {
+        assert!(self.pages.lock().unwrap().remove(id).is_some(), "{id}");
+    }
+    fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
 }
 
 /// `pages/<id>.md` written with `write_atomic`; with an audit trail, it
@@ -51,6 +65,7 @@ struct FileSink {
     dir: PathBuf,
     audit: Option<Arc<Audit>>,
     writes: Mutex<usize>,
+    failing: Mutex<bool>,
 }
 
 impl FileSink {
@@ -61,6 +76,9 @@ impl FileSink {
 
 impl PageSink for FileSink {
     fn write_page(&self, page: &SessionPage) -> Result<(), String> {
+        if *self.failing.lock().unwrap() {
+            return Err("no space left on device".into());
+        }
         *self.writes.lock().unwrap() += 1;
         fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let text = format!(
@@ -125,6 +143,12 @@ impl TestSink for FileSink {
     fn writes(&self) -> usize {
         *self.writes.lock().unwrap()
     }
+    fn delete(&self, id: &str) {
+        fs::remove_file(self.path(id)).unwrap();
+    }
+    fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
 }
 
 struct Fx {
@@ -150,6 +174,7 @@ fn fx(kind: SinkKind) -> Fx {
             dir: dir.path().join("memory/pages"),
             audit: Some(audit.clone()),
             writes: Mutex::new(0),
+            failing: Mutex::new(false),
         }),
     };
     let wm = dir.path().join("memory/consolidation.json");
@@ -546,6 +571,85 @@ fn every_crash_point_recovers_without_loss_or_duplicates() {
                 assert_consistent(&fx);
             }
         }
+    }
+}
+
+/// A page write that fails commits nothing: no record, no watermark, no
+/// page; the next run starts from scratch and succeeds.
+#[test]
+fn a_failed_page_write_leaves_no_record_and_no_watermark() {
+    for kind in [SinkKind::Mem, SinkKind::FileAudited] {
+        let fx = fx(kind);
+        fx.activity("c1");
+        let entries = fx.entries().len();
+        let wm = fx.watermark_bytes();
+        fx.sink.set_failing(true);
+        match fx.try_run(None) {
+            Err(ConsolidateError::Sink {
+                op: "write",
+                message,
+                ..
+            }) => {
+                assert!(message.contains("no space"), "{kind:?}: {message}");
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        assert!(fx.records().is_empty(), "{kind:?}");
+        assert_eq!(fx.entries().len(), entries, "{kind:?}: the trail grew");
+        assert_eq!(fx.watermark_bytes(), wm, "{kind:?}");
+        assert!(fx.sink.pages().is_empty(), "{kind:?}");
+        fx.sink.set_failing(false);
+        let r = fx.run();
+        assert_eq!(
+            (r.page.as_deref(), r.recovered),
+            (Some("session-1-3"), None)
+        );
+        assert_consistent(&fx);
+    }
+}
+
+/// A crash after the record, then the page deleted by hand: the next run
+/// writes the page again (from the same entries, so the same page) before
+/// it moves the watermark, and never records it twice. With the page
+/// write failing, the watermark does not move.
+#[test]
+fn a_recorded_page_deleted_after_a_crash_is_written_again_before_the_watermark_moves() {
+    for kind in [SinkKind::Mem, SinkKind::FileAudited] {
+        let fx = fx(kind);
+        fx.activity("c1");
+        fx.activity("c2");
+        fx.try_run(Some(CrashPoint::AfterAuditRecord)).unwrap_err();
+        let page = fx.sink.pages()["session-1-6"].clone();
+        fx.sink.delete("session-1-6");
+        let wm = fx.watermark_bytes();
+
+        fx.sink.set_failing(true);
+        assert!(
+            matches!(
+                fx.try_run(None),
+                Err(ConsolidateError::Sink { op: "write", .. })
+            ),
+            "{kind:?}"
+        );
+        assert_eq!(
+            fx.watermark_bytes(),
+            wm,
+            "{kind:?}: the watermark moved without its page"
+        );
+        assert_eq!(fx.records().len(), 1, "{kind:?}");
+
+        fx.sink.set_failing(false);
+        let r = fx.run();
+        assert_eq!(r.recovered, Some(CrashPoint::AfterAuditRecord), "{kind:?}");
+        assert_eq!(r.page.as_deref(), Some("session-1-6"));
+        assert_eq!(
+            fx.sink.pages()["session-1-6"],
+            page,
+            "{kind:?}: not the same page"
+        );
+        assert_eq!(fx.watermark().seq, 6);
+        assert_eq!(fx.records().len(), 1, "{kind:?}: recorded twice");
+        assert_consistent(&fx);
     }
 }
 
