@@ -236,6 +236,27 @@ fn a_damaged_byte_is_refused_named_sealed_and_the_trail_goes_on() {
             .status
             .success()
     );
+    // From the seal's segment: the sealed one is checked with it (its
+    // sha256 is the seal's link), so the walk starts there.
+    let out = ok(pincer(
+        &home,
+        &["audit", "verify", "--from-segment", "2", "--json"],
+        "",
+    ));
+    let v = json(out.trim());
+    assert_eq!(v["from_segment"], 1, "{v}");
+    assert_eq!(v["sealed"][0]["intact"], true, "{v}");
+    let text = ok(pincer(&home, &["audit", "verify", "--since", "5"], ""));
+    assert!(text.contains("audit trail ok"), "{text}");
+    let err = fails(pincer(
+        &home,
+        &["audit", "verify", "--from-segment", "9"],
+        "",
+    ));
+    assert!(
+        err.contains("--from-segment") && err.contains("segment 9 does not exist"),
+        "{err}"
+    );
     // The log shows the seal, not the sealed entries.
     let log = ok(pincer(&home, &["audit", "log"], ""));
     assert!(
