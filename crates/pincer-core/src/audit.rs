@@ -64,7 +64,8 @@
 //!    old one is case 3.
 //!
 //! A new segment that exists but is empty (a crash right after creating it)
-//! is harmless: the next entry that needs a new segment uses it.
+//! is harmless: the next entry goes into it. Once a segment exists, nothing
+//! more is ever added to the one before it.
 //!
 //! Anything else (two entries past the anchor, a segment shorter than the
 //! anchor says, an anchored last entry that is not the one the anchor

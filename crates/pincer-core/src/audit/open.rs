@@ -340,7 +340,11 @@ impl Audit {
             &head.top,
         );
         let line = entry.to_line();
-        let rotate = head.len > 0 && head.len + line.len() as u64 > self.options.segment_bytes;
+        // Once the next segment exists (empty, after a crash right after
+        // creating it), nothing more goes into this one: readers rely on it.
+        let rotate = head.len > 0
+            && (head.len + line.len() as u64 > self.options.segment_bytes
+                || self.segment_path(head.segment + 1).exists());
         let (segment, offset) = if rotate {
             let done = self.segment_path(head.segment);
             make_read_only(&done).map_err(io_err(&done))?;
