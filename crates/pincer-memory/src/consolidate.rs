@@ -19,7 +19,10 @@
 //!    path; absent means seq 0). A watermark that is not valid JSON of a
 //!    [`Watermark`] is an error, never silently reset. If the trail's entry
 //!    at the watermark's seq no longer has the watermark's hash (the trail
-//!    was rewritten, or cut and reanchored, under it), the run refuses.
+//!    was rewritten, or cut and reanchored, under it), the run refuses. If
+//!    that entry is in a segment sealed since (`pincer audit seal`), the run
+//!    goes on from the seal: entries in sealed segments are evidence, not
+//!    activity, and are never consolidated.
 //! 3. Reads the entries past the watermark, up to the last entry `verify`
 //!    saw. Consolidation's own entries are skipped (see below); the range of
 //!    a page runs from the first to the last entry that is not its own. A

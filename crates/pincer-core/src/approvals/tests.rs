@@ -570,3 +570,32 @@ fn a_pending_file_edited_after_submission_cannot_be_approved() {
         .unwrap_err();
     assert!(err.to_string().contains("call_hash"), "{err}");
 }
+
+#[test]
+fn a_timeout_under_a_week_is_accepted() {
+    let (_home, q) = setup();
+    let six_days = Duration::from_secs(6 * 24 * 3600);
+    let p = q.submit(&request("shell", json!({})), six_days).unwrap();
+    assert_eq!(p.timeout(), six_days);
+}
+
+/// An answer file without its pending file is kept until it is older than
+/// the grace period: it may be an answer racing a withdrawal, and the
+/// waiter re-checks before it is gone.
+#[test]
+fn prune_keeps_a_fresh_orphan_answer_until_it_is_old() {
+    let (_home, q) = setup();
+    let path = q.answer_path("00000000ee");
+    fs::write(&path, b"{}").unwrap();
+    assert_eq!(q.prune().unwrap(), 0);
+    assert!(path.exists());
+    let old = std::time::SystemTime::now() - PRUNE_GRACE - MINUTE;
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(q.prune().unwrap(), 1);
+    assert!(!path.exists());
+}

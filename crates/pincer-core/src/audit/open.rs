@@ -191,20 +191,17 @@ impl Audit {
         }
     }
 
-    /// Before repairing the anchored segment's tail: the next segment holds
-    /// nothing, and none follows it.
+    /// Before repairing the anchored segment's tail: no segment follows it
+    /// (a segment is only started after the one before ends cleanly).
     fn expect_nothing_after(&self, segment: u64) -> Result<()> {
         let path = self.segment_path(segment + 1);
-        match fs::metadata(&path) {
-            Ok(md) if md.len() > 0 => Err(diverged(format!(
+        match fs::symlink_metadata(&path) {
+            Ok(_) => Err(diverged(format!(
                 "{} has bytes past the anchor and {} exists too",
                 segment_file_name(segment),
                 segment_file_name(segment + 1)
             ))),
-            Ok(_) => self.expect_absent(segment + 2, segment),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                self.expect_absent(segment + 2, segment)
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_err(&path)(e)),
         }
     }

@@ -687,3 +687,93 @@ fn bulk_written_trails_verify_and_continue() {
     ));
     let _ = fill;
 }
+
+#[test]
+fn crash_after_the_genesis_anchor_before_the_first_line() {
+    let (_d, audit) = small();
+    audit.write_anchor(&Head::genesis()).unwrap();
+    assert!(!audit.trail_path().exists());
+    clean(&audit);
+    assert_eq!(audit.append("a", "k", json!({})).unwrap().seq, 1);
+    clean(&audit);
+    assert_eq!(audit.options(), SMALL);
+}
+
+#[test]
+fn a_tail_in_the_anchored_segment_with_a_next_one_is_refused_untouched() {
+    let (_d, audit) = small();
+    append_n(&audit, 3);
+    let last = *segs(&audit).last().unwrap();
+    let r = clean(&audit);
+    // A torn tail in the anchored segment, and an entry in the next one:
+    // no crash leaves both. Nothing may be truncated or adopted.
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(audit.segment_path(last))
+        .unwrap();
+    f.write_all(b"{\"actor\":\"tor").unwrap();
+    let e = Entry::seal(
+        r.last_seq + 1,
+        Timestamp::now(),
+        "a",
+        "k",
+        json!({}),
+        &r.top,
+    );
+    fs::write(audit.segment_path(last + 1), e.to_line()).unwrap();
+    let anchor = anchor_bytes(&audit);
+    let detail = refused(&audit);
+    assert!(detail.contains("exists too"), "{detail}");
+    assert_eq!(anchor_bytes(&audit), anchor, "the anchor moved");
+}
+
+#[test]
+fn a_follower_can_start_on_a_trail_with_no_entries_yet() {
+    let (_d, audit) = small();
+    let (first, mut f) = audit.follow(None, None, None).unwrap();
+    assert!(first.is_empty());
+    assert!(f.poll().unwrap().is_empty());
+    append_n(&audit, 2);
+    assert_eq!(f.poll().unwrap().len(), 2);
+}
+
+#[test]
+fn a_raw_delete_character_in_a_label_is_refused_by_both_line_checks() {
+    // serde_json writes U+007F raw, so only the label check can refuse it.
+    let e = Entry::seal(
+        1,
+        ts("2026-11-30T11:43:45.123Z"),
+        "a\u{7f}b",
+        "k",
+        json!({}),
+        GENESIS,
+    );
+    let line = e.to_line();
+    let line = line.trim_end().as_bytes();
+    assert!(line.contains(&0x7f));
+    assert!(line::check_line_reference(line, &mut Vec::new()).is_err());
+    assert_eq!(line::fast_check(line, &mut line::Scratch::default()), None);
+    assert!(check_line(line, &mut line::Scratch::default()).is_err());
+}
+
+#[test]
+fn escaped_keys_out_of_order_are_not_canonical_for_either_check() {
+    let e = Entry::seal(
+        1,
+        ts("2026-11-30T11:43:45.123Z"),
+        "a",
+        "k",
+        json!({"x\u{1}": 1, "x\u{2}": 2}),
+        GENESIS,
+    );
+    let good = e.to_line();
+    let good = good.trim_end();
+    assert!(good.contains(r#""x\u0001":1,"x\u0002":2"#), "{good}");
+    assert!(line::fast_check(good.as_bytes(), &mut line::Scratch::default()).is_some());
+    let bad = good.replace(r#""x\u0001":1,"x\u0002":2"#, r#""x\u0002":2,"x\u0001":1"#);
+    assert!(line::check_line_reference(bad.as_bytes(), &mut Vec::new()).is_err());
+    assert_eq!(
+        line::fast_check(bad.as_bytes(), &mut line::Scratch::default()),
+        None
+    );
+}

@@ -348,6 +348,22 @@ fn compaction_fsyncs_everything_its_commit_point_depends_on_first() {
     assert!(!old.exists());
 }
 
+/// A data file that exists but cannot be read is an I/O error naming it,
+/// never "the session does not exist".
+#[test]
+fn an_unreadable_data_file_is_an_error_naming_it_not_a_missing_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    s.writer("u").expect("w").append(&turn(0)).expect("append");
+    let path = data_path(&s, "u");
+    fs::remove_file(&path).expect("rm");
+    fs::create_dir(&path).expect("a directory where the data file was");
+    match s.read("u") {
+        Err(SessionError::Io { path: p, .. }) => assert_eq!(p, path),
+        other => panic!("expected an I/O error naming the file, got {other:?}"),
+    }
+}
+
 #[test]
 fn list_shows_every_session() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -431,6 +431,46 @@ fn broken_chain_is_refused_naming_the_seq() {
     assert_eq!(fs::read_to_string(&trail).unwrap(), lines.join("\n") + "\n");
 }
 
+/// A damaged segment sealed under the watermark: consolidation refuses the
+/// broken chain, then after `seal` goes on from the seal entry; the sealed
+/// entries are evidence and are never consolidated.
+#[test]
+fn a_watermark_in_a_sealed_segment_goes_on_from_the_seal() {
+    let fx = fx(SinkKind::Mem);
+    fx.activity("c1");
+    fx.run(); // watermark at 3, its record at 4
+    fx.activity("c2");
+    let trail = fx.audit.trail_path();
+    let mut bytes = fs::read(&trail).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 0x01;
+    fs::write(&trail, bytes).unwrap();
+    assert!(
+        matches!(
+            fx.try_run(None),
+            Err(ConsolidateError::BrokenChain { seq: 7, .. })
+        ),
+        "a broken chain is refused"
+    );
+    let sealed = fx.audit.seal("human:cli", "bit flip").unwrap();
+    fx.activity("c3");
+    let r = fx.run();
+    assert_eq!(r.from_seq, sealed.seal.seq, "{r:?}");
+    assert_eq!(r.unsummarised.get(KIND_SEAL), Some(&1), "{r:?}");
+    let page = &fx.sink.pages()[r.page.as_deref().unwrap()];
+    assert!(
+        page.body.contains("c3") || cited(page).len() == 2,
+        "{}",
+        page.body
+    );
+    assert!(
+        cited(page).iter().all(|s| *s > sealed.seal.seq),
+        "{}",
+        page.body
+    );
+    assert_eq!(fx.run().page, None);
+}
+
 #[test]
 fn a_trail_rewritten_under_the_watermark_is_refused() {
     let fx = fx(SinkKind::Mem);
