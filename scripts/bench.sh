@@ -45,16 +45,19 @@ rss=$( { /usr/bin/time -v env PINCER_HOME="$hwhome" PINCER_BOARD=sim "$bin" hw r
 echo "pincer hw read: max RSS ${rss} KiB"
 rm -rf "$hwhome"
 
-echo "== audit verify over 1 000 000 entries (target < 2 s)"
-trail=$(mktemp -d)
-cargo run --release --locked -q -p pincer-core --example audit_fill -- "$trail/audit" 1000000
-echo "trail: $(stat -c %s "$trail/audit/trail.jsonl") bytes"
-hyperfine -N --warmup 1 --runs 5 "env PINCER_HOME=$trail $bin audit verify" 2>&1 | sed -n '1,4p'
-rss=$( { /usr/bin/time -v env PINCER_HOME="$trail" "$bin" audit verify >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
-echo "pincer audit verify (1M): max RSS ${rss} KiB"
-# A fresh process's first append verifies the whole chain once.
-hyperfine -N --warmup 1 --runs 5 "env PINCER_HOME=$trail $bin audit note bench" 2>&1 | sed -n '1,4p'
-rm -rf "$trail"
+echo "== audit note (a fresh process's first append; goal: flat) at 10, 10 000 and 1 000 000 entries; verify at 1 000 000 (target < 2 s)"
+for n in 10 10000 1000000; do
+  trail=$(mktemp -d)
+  cargo run --release --locked -q -p pincer-core --example audit_fill -- "$trail/audit" "$n"
+  echo "trail of $n entries: $(du -sb "$trail/audit" | cut -f1) bytes, $(find "$trail/audit" -name 'trail*.jsonl' | wc -l) segment(s)"
+  hyperfine -N --warmup 3 --runs 20 "env PINCER_HOME=$trail $bin audit note bench" 2>&1 | sed -n '1,4p'
+  if [ "$n" = 1000000 ]; then
+    hyperfine -N --warmup 1 --runs 5 "env PINCER_HOME=$trail $bin audit verify" 2>&1 | sed -n '1,4p'
+    rss=$( { /usr/bin/time -v env PINCER_HOME="$trail" "$bin" audit verify >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+    echo "pincer audit verify (1M): max RSS ${rss} KiB"
+  fi
+  rm -rf "$trail"
+done
 
 if [ "${1:-}" != "--quick" ]; then
   echo "== criterion (session store, trimming, agent turn, audit trail)"

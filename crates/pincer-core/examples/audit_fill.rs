@@ -1,56 +1,59 @@
 //! Writes a valid audit trail of N entries and its anchor, fast (sealed in
-//! memory, one buffered write, one fsync at the end), for benchmarks of the
-//! CLI: `cargo run --release -p pincer-core --example audit_fill -- DIR N`.
-//! Refuses a directory that already holds a trail.
+//! memory, buffered, cut into 64 MiB segments as appends would, one fsync
+//! per segment), for benchmarks of the CLI:
+//! `cargo run --release -p pincer-core --example audit_fill -- DIR N`.
+//! With `--legacy`, one `trail.jsonl` and an anchor of the form from before
+//! segments (`{count, top}`), as an older pincer left it. Refuses a
+//! directory that already holds a trail.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // example: failing loudly is right
 
-use pincer_core::audit::{ANCHOR_FILE, Entry, GENESIS, TRAIL_FILE};
+use pincer_core::audit::{ANCHOR_FILE, AuditOptions, NewEntry, write_new_trail};
 use pincer_core::message::Timestamp;
 use serde_json::json;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(dir), Some(n), None) = (args.next(), args.next(), args.next()) else {
-        eprintln!("usage: audit_fill DIR N");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let legacy = args.iter().any(|a| a == "--legacy");
+    let rest: Vec<&String> = args.iter().filter(|a| *a != "--legacy").collect();
+    let [dir, n] = rest.as_slice() else {
+        eprintln!("usage: audit_fill [--legacy] DIR N");
         std::process::exit(2);
     };
     let dir = PathBuf::from(dir);
     let n: u64 = n.parse().expect("N must be a whole number");
-    std::fs::create_dir_all(&dir).expect("create DIR");
-    let trail = dir.join(TRAIL_FILE);
-    if std::fs::metadata(&trail).is_ok_and(|m| m.len() > 0) {
-        eprintln!(
-            "{} already holds a trail; use an empty directory",
-            dir.display()
-        );
-        std::process::exit(1);
-    }
+    let options = if legacy {
+        AuditOptions {
+            segment_bytes: u64::MAX,
+        }
+    } else {
+        AuditOptions::default()
+    };
     let start = std::time::Instant::now();
-    let file = std::fs::File::create(&trail).expect("create trail");
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut top = GENESIS.to_string();
-    for seq in 1..=n {
-        let e = Entry::seal(
-            seq,
-            Timestamp::now(),
-            actor(seq),
-            kind(seq),
-            data(seq),
-            &top,
+    let entries = (1..=n).map(|seq| NewEntry {
+        ts: Timestamp::now(),
+        actor: actor(seq).to_string(),
+        kind: kind(seq).to_string(),
+        data: data(seq),
+    });
+    let anchor = match write_new_trail(&dir, options, entries) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    if legacy {
+        let old = format!(
+            "{{\"count\":{},\"top\":\"{}\"}}\n",
+            anchor.count, anchor.top
         );
-        out.write_all(e.to_line().as_bytes()).expect("write");
-        top = e.hash;
+        pincer_core::fsutil::write_atomic(&dir.join(ANCHOR_FILE), old.as_bytes()).expect("anchor");
     }
-    let file = out.into_inner().expect("flush");
-    file.sync_all().expect("fsync");
-    let anchor = format!("{{\"count\":{n},\"top\":\"{top}\"}}\n");
-    pincer_core::fsutil::write_atomic(&dir.join(ANCHOR_FILE), anchor.as_bytes()).expect("anchor");
     eprintln!(
-        "wrote {n} entries ({} bytes) to {} in {:.2?}",
-        std::fs::metadata(&trail).expect("stat").len(),
-        trail.display(),
+        "wrote {n} entries in {} segment(s) to {} in {:.2?}",
+        anchor.segment,
+        dir.display(),
         start.elapsed()
     );
 }

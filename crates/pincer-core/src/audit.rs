@@ -4,18 +4,35 @@
 //!
 //! Under the audit directory (`PINCER_HOME/audit/`):
 //!
-//! - `trail.jsonl`: one [`Entry`] per line, `{actor, data, hash, kind, prev,
-//!   seq, ts}`. `seq` starts at 1 and grows by 1; `prev` is the `hash` of the
-//!   entry before ([`GENESIS`], 64 zeros, for seq 1); `hash` is the
-//!   lowercase hex SHA-256 of the canonical JSON ([`crate::canonical`]) of
-//!   the entry *without* its `hash` field. A stored line is exactly the
-//!   canonical JSON of the whole entry followed by `\n`, so a line that parses
-//!   to the right value but is not byte-identical to its canonical form is a
-//!   defect too: every byte of the file is covered.
-//! - `anchor.json`: `{"count": N, "top": "<hash of entry N>"}`, replaced
-//!   atomically (temp, fsync, rename, fsync dir). The first append writes the
-//!   genesis anchor `{count: 0, top: GENESIS}` before the first line, so a
-//!   missing anchor beside a non-empty trail always means someone removed it.
+//! - **Segments**, one [`Entry`] per line, `{actor, data, hash, kind, prev,
+//!   seq, ts}`: segment 1 is `trail.jsonl` (the name the whole trail had
+//!   before it was split, so a trail written by an older pincer *is*
+//!   segment 1 and nothing is renamed), segment *n* ≥ 2 is
+//!   `trail.NNNNNN.jsonl` (`trail.000002.jsonl`, …). The chain runs through
+//!   all of them: `seq` starts at 1 and grows by 1, `prev` is the `hash` of
+//!   the entry before ([`GENESIS`], 64 zeros, for seq 1) even when that entry
+//!   is the last one of the previous segment; `hash` is the lowercase hex
+//!   SHA-256 of the canonical JSON ([`crate::canonical`]) of the entry
+//!   *without* its `hash` field. A stored line is exactly the canonical JSON
+//!   of the whole entry followed by `\n`, so a line that parses to the right
+//!   value but is not byte-identical to its canonical form is a defect too:
+//!   every byte of a segment is covered.
+//! - A segment is closed when the next entry would take it past
+//!   [`AuditOptions::segment_bytes`] (default [`DEFAULT_SEGMENT_BYTES`],
+//!   64 MiB; a segment always holds at least one entry). A closed segment is
+//!   made read-only (mode 0400) and is never rewritten, moved, compressed or
+//!   deleted by pincer: the trail only grows. (Compressing old segments is
+//!   not implemented.)
+//! - `anchor.json`: `{"count":N,"len":B,"segment":S,"top":"<hash>"}`, the
+//!   last acknowledged entry: its seq `count`, its hash `top`, the segment
+//!   `S` it is in and the byte length `len` of that segment up to and
+//!   including its line. Replaced atomically (temp, fsync, rename, fsync
+//!   dir). The first append writes the genesis anchor (`count` 0, `top`
+//!   GENESIS, segment 1, `len` 0) before the first line, so a missing anchor
+//!   beside a non-empty trail always means someone removed it. An anchor
+//!   written before segments existed, `{"count":N,"top":"…"}`, is still
+//!   read; the next append walks the (single-file) trail once and rewrites
+//!   it in the new form.
 //! - `lock`: the advisory `flock` that serialises writers. An append holds it
 //!   (exclusive) for the duration of one append only, so `pincer audit note`
 //!   in another terminal works while an agent runs; `verify` and `log` hold
@@ -23,115 +40,179 @@
 //!
 //! # Durability contract
 //!
-//! An append (under the lock) checks the anchor against the file, writes one
-//! line with one `write`, `fdatasync`s it, then replaces the anchor
-//! atomically. It returns only after all of that: an acknowledged entry is on
-//! disk and anchored. fsync happens for every entry, always; if the disk is
-//! slow, appends are slow. A kill -9 (or power cut) at each point leaves:
+//! An append (under the lock) checks the anchor against the end of the
+//! trail, writes one line with one `write`, `fdatasync`s it (and fsyncs the
+//! directory when the line opened a new segment), then replaces the anchor
+//! atomically. It returns only after all of that: an acknowledged entry is
+//! on disk and anchored. fsync happens for every entry, always; if the disk
+//! is slow, appends are slow. A kill -9 (or power cut) at each point leaves:
 //!
 //! 1. Before the line is written: nothing changed.
-//! 2. During the write: a *torn tail*, bytes after the last `\n`, over an
+//! 2. During the write: a *torn tail*, bytes after the last `\n` of the
+//!    anchored segment (or a new segment holding only such bytes), over an
 //!    anchor that matches the complete lines. The next append truncates it
 //!    (and fsyncs), then appends an `audit.repair` entry (actor `system`,
 //!    data `{truncated_bytes}`) before its own entry. `verify` reports it in
 //!    [`VerifyReport::torn_tail_bytes`], not as a defect.
 //! 3. After the line's fsync, before the anchor is replaced: exactly one
 //!    complete, valid entry past the anchor, chained to `anchor.top` with seq
-//!    `count + 1`. The next append adopts it (moves the anchor first).
-//!    `verify` reports it as [`VerifyReport::unanchored`] `= 1`, not as a
-//!    defect. It was never acknowledged, so nothing acknowledged is lost.
+//!    `count + 1`, at the anchor's `len` in its segment or alone in the next
+//!    segment. The next append adopts it (moves the anchor first). `verify`
+//!    reports it as [`VerifyReport::unanchored`] `= 1`, not as a defect. It
+//!    was never acknowledged, so nothing acknowledged is lost.
 //! 4. During the anchor replacement: the old or the new anchor, whole; the
 //!    old one is case 3.
 //!
-//! Anything else (two entries past the anchor, an anchor ahead of the file, a
-//! torn tail that cuts into an anchored entry, a bad line anywhere) is not a
-//! crash state, and append refuses with [`AuditError::Diverged`] until a
-//! person looks (`pincer audit verify`) and decides (`pincer audit
-//! reanchor`). A write error mid-append leaves the same states as a crash
-//! and makes the handle forget what it knew, so its next append re-verifies.
+//! A new segment that exists but is empty (a crash right after creating it)
+//! is harmless: the next entry goes into it. Once a segment exists, nothing
+//! more is ever added to the one before it.
+//!
+//! Anything else (two entries past the anchor, a segment shorter than the
+//! anchor says, an anchored last entry that is not the one the anchor
+//! names, a bad line past the anchor) is not a crash state, and append
+//! refuses with [`AuditError::Diverged`] until a person looks (`pincer
+//! audit verify`) and decides: `pincer audit reanchor` when the entries are
+//! intact and only the anchor disagrees, `pincer audit seal` when a segment
+//! itself is damaged (see "Sealing"). A write error mid-append leaves the
+//! same states as a crash.
 //!
 //! # What append checks, and what it costs
 //!
-//! A handle verifies the whole chain (O(n), streamed, see `verify`) the
-//! first time it appends, and again whenever `trail.jsonl`'s (length,
-//! mtime, ctime, inode, device) differ from what it last wrote or verified —
-//! which includes every time *another* handle or process appended. In steady
-//! state (one writer) an append reads only the anchor and the last line,
-//! plus three fsyncs (line, anchor temp, directory). So a fresh process's
-//! first append on a 1 000 000-entry trail pays one full verify (about a
-//! second), and a handle that interleaves with another writer pays it on
-//! each interleaving. A same-length edit that also leaves mtime and ctime
-//! unchanged (ctime cannot be set from user space, so this takes a clock
-//! change or raw disk access) is only caught by `verify`, or by append when
-//! it touches the last line.
+//! Every append checks, under the lock and whatever process wrote last: the
+//! anchor; that its segment is at least `len` bytes long; that the line
+//! ending at byte `len` is a valid entry (canonical form, right hash) with
+//! seq `count` and hash `top`; the bytes past `len` (nothing, a torn tail,
+//! or one entry that continues the chain); and that the next segment (and
+//! the one after it) holds nothing unexpected. That is a few small reads (the
+//! anchor, the last line, the tail) and `stat`s, whatever the trail's
+//! length, plus three fsyncs (line, anchor temp, directory). So a removed
+//! or cut last line, a truncated or extended segment and an edit of the last
+//! entry are refused by the next append.
+//!
+//! An edit that keeps the anchored segment's length and leaves its last line
+//! alone (a changed byte in the middle, two lines swapped), and anything in
+//! an older segment (edited, truncated, removed), is **not** seen by append:
+//! only `pincer audit verify` (or anything that calls [`Audit::verify`],
+//! such as `pincer doctor` and memory consolidation) walks the chain and
+//! finds it. The full walk is verify's job, not every audited command's.
+//! The one exception is a trail with an anchor from before segments: its
+//! first append walks it once to upgrade the anchor.
 //!
 //! # How verify walks
 //!
-//! `verify` streams the file in 4 MiB chunks (memory: the buffer, the
-//! longest line, and a few bytes per line of one chunk; it does not grow
-//! with the file), checks the lines of a chunk in parallel with
-//! `std::thread::scope` (is it an entry, is it byte-identical to its
-//! canonical form, is its hash right: independent per line), then checks
-//! seq and links in order on one thread. The per-line check has a strict
-//! allocation-free fast path and a serde_json reference it defers to on any
-//! doubt; see `audit/line.rs`. It holds the lock shared, so appends wait
-//! for a running verify.
+//! `verify` lists the segments (they must be numbered 1, 2, … with no gap),
+//! reads the first line of each to find seals, then streams each segment in
+//! 4 MiB chunks (memory: the buffer, the longest line, and a few bytes per
+//! line of one chunk; it does not grow with the trail), checks the lines of
+//! a chunk in parallel with `std::thread::scope` (is it an entry, is it
+//! byte-identical to its canonical form, is its hash right: independent per
+//! line), then checks seq and links in order on one thread, across segment
+//! boundaries. Only the last segment may end in a torn tail. The per-line
+//! check has a strict allocation-free fast path and a serde_json reference
+//! it defers to on any doubt; see `audit/line.rs`. [`Audit::verify_from`]
+//! starts at a later segment (or the segment holding a seq) and checks its
+//! first link against the last line of the segment before; what lies
+//! before is not walked, and the report says where it started. It holds
+//! the lock shared, so appends wait for a running verify.
+//!
+//! # Sealing
+//!
+//! When a segment itself is damaged (a changed byte, a cut line), the chain
+//! cannot be repaired without rewriting evidence, and reanchor refuses.
+//! [`Audit::seal`] (`pincer audit seal --reason "…"`) is the declared way
+//! back. Under the lock it walks the whole trail, takes the segment holding
+//! the first defect and every segment after it (usually just the last one),
+//! makes them read-only (0400; never moved, never deleted) and starts a new
+//! segment whose first entry is `audit.seal` by the caller (the CLI records
+//! `human:cli`), data `{sealed: [{segment, file, bytes, sha256}], defect,
+//! reason, anchor, verified_to}`. Its `prev` is the SHA-256 of the last
+//! sealed file (so the new chain is bound to the exact bytes kept as
+//! evidence), and its seq is one more than the highest seq the sealed files,
+//! the anchor and the verified part knew (so no seq is ever reused; seqs may
+//! skip). From then on verify does not walk the sealed segments; it checks
+//! that each is still byte for byte what was sealed (a changed sealed file is
+//! a [`DefectKind::SealBroken`] defect), lists them with the recorded defect,
+//! reason and who in [`VerifyReport::sealed`], and verifies everything
+//! before and after them as usual. A sealed defect is acknowledged, not
+//! hidden: the trail then counts as intact ([`VerifyReport::is_clean`]).
+//! `log` and `--follow` skip sealed segments (the seal entry says what they
+//! were). A crash while sealing leaves the seal entry alone in the new
+//! segment without the anchor moved; the next append, or `seal` again,
+//! finishes it.
 //!
 //! # What the anchor does and does not protect against
 //!
-//! The chain makes any edit, deletion or reordering inside the file visible
-//! to `verify`, and the anchor makes the *end* of the file visible: deleting
-//! the last entries, or cutting into the last line, no longer leaves a valid
-//! shorter chain, and append refuses to write on top of it, so a removed
-//! line is never silently "healed" by the next append. That is all. There is
-//! no secret in any hash: **anyone who can write the audit directory can
-//! forge a whole new, perfectly valid chain and a matching anchor**. The
-//! trail detects accidents and careless tampering, and it stops silent
-//! truncation; it is not proof against an attacker with write access. Copy
-//! the anchor (or the trail) somewhere that attacker cannot write if you
-//! need that.
+//! The chain makes any edit, deletion or reordering inside the trail visible
+//! to `verify`, and the anchor makes the *end* of the trail visible:
+//! deleting the last entries, or cutting into the last line, no longer
+//! leaves a valid shorter chain, and append refuses to write on top of it,
+//! so a removed line is never silently "healed" by the next append. That is
+//! all. There is no secret in any hash: **anyone who can write the audit
+//! directory can forge a whole new, perfectly valid chain and a matching
+//! anchor**, or a seal. The trail detects accidents and careless
+//! tampering, and it stops silent truncation; it is not proof against an
+//! attacker with write access. Copy the anchor (or the segments) somewhere
+//! that attacker cannot write if you need that.
 //!
 //! Timestamps are recorded as the wall clock says; they are not required to
-//! grow.
+//! grow (a board without a real-time clock may boot in the past), so
+//! `log --since TIME` reads the whole trail.
 
 use crate::canonical::write_canonical;
-use crate::fsutil::{create_private_dir, sync_dir, write_atomic};
+use crate::fsutil::{create_private_dir, write_atomic};
 use crate::message::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::fmt::{self, Write as _};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 
 /// `prev` of the first entry, and `top` of an empty trail: 64 zeros.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// A note a person or the system adds (`pincer audit note`, reanchor).
-pub const KIND_NOTE: &str = "audit.note";
+pub const KIND_NOTE: &str = schema::Kind::AuditNote.as_str();
 /// What an append writes after truncating a torn tail.
-pub const KIND_REPAIR: &str = "audit.repair";
-/// The trail file in the audit directory.
+pub const KIND_REPAIR: &str = schema::Kind::AuditRepair.as_str();
+/// The first entry of the segment a seal starts.
+pub const KIND_SEAL: &str = schema::Kind::AuditSeal.as_str();
+/// Segment 1 of the trail (the whole trail until it first rotates).
 pub const TRAIL_FILE: &str = "trail.jsonl";
 /// The anchor file in the audit directory.
 pub const ANCHOR_FILE: &str = "anchor.json";
 const LOCK_FILE: &str = "lock";
+/// The default largest segment, in bytes.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 /// Longest `actor` or `kind`, in characters.
 pub const MAX_LABEL_CHARS: usize = 128;
 /// Longest stored line, `\n` included. Appends larger than this are refused
 /// (`data` names the field), and `verify` reports a longer line as a bad
 /// line: it bounds the memory a verify needs whatever the file holds.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
-/// How much of the trail `verify` reads at a time (small in tests, so they
+/// How much of a segment `verify` reads at a time (small in tests, so they
 /// cross many chunk boundaries with few entries).
 const CHUNK_BYTES: usize = if cfg!(test) { 16 << 10 } else { 4 << 20 };
 /// Below this, a chunk is checked on the calling thread alone.
 const PARALLEL_MIN_BYTES: usize = if cfg!(test) { 4 << 10 } else { 64 << 10 };
 const MAX_THREADS: usize = 8;
+
+/// True when `filter` is a kind pincer writes ([`schema::Kind`]) or a
+/// family of them (`gate`, `approval`, `audit`…: a dotted prefix).
+pub fn is_known_kind(filter: &str) -> bool {
+    !filter.is_empty()
+        && schema::Kind::ALL
+            .iter()
+            .any(|k| kind_matches(k.as_str(), filter))
+}
+
+/// True when `kind` is selected by the filter `f`: equal, or `f` is a
+/// dotted prefix (`gate` selects `gate.decision`).
+fn kind_matches(kind: &str, f: &str) -> bool {
+    kind == f || (kind.len() > f.len() && kind.starts_with(f) && kind.as_bytes()[f.len()] == b'.')
+}
 
 /// Errors of the audit trail. Each variant says what the caller can do.
 #[derive(Debug, thiserror::Error)]
@@ -145,10 +226,10 @@ pub enum AuditError {
         field: &'static str,
         message: String,
     },
-    /// The trail is damaged, or it and its anchor disagree in a way no
-    /// crash leaves: a person must look. Nothing was written.
+    /// The trail and its anchor disagree in a way no crash leaves: a person
+    /// must look. Nothing was written.
     #[error(
-        "the audit trail failed its check, so nothing was written ({detail}): run `pincer audit verify` to see the defect, then `pincer audit reanchor --reason \"…\"`"
+        "the audit trail failed its check, so nothing was written ({detail}): run `pincer audit verify` to see the defect, then `pincer audit reanchor --reason \"…\"` if only the anchor disagrees, or `pincer audit seal --reason \"…\"` to keep a damaged segment as evidence and go on in a new one"
     )]
     Diverged { detail: String },
     /// `log` met a line that is not an entry.
@@ -156,12 +237,15 @@ pub enum AuditError {
         "the audit trail has a line that is not an entry ({0}); run `pincer audit verify` to see every defect"
     )]
     Unreadable(Defect),
-    /// Reanchor refused: the defect is inside the file, and moving the
+    /// Reanchor refused: the defect is inside a segment, and moving the
     /// anchor would bless an edited trail.
     #[error(
-        "reanchor refused: the trail itself is damaged ({0}); reanchor only re-anchors a trail whose entries are intact — restore trail.jsonl from a copy, or move the directory aside to start a new trail"
+        "reanchor refused: the trail itself is damaged ({0}); reanchor only re-anchors a trail whose entries are intact — restore the segment from a copy, or run `pincer audit seal --reason \"…\"` to keep it as evidence and go on in a new segment"
     )]
     Defect(Defect),
+    /// Seal refused: nothing is damaged.
+    #[error("nothing to seal: {0}")]
+    NothingToSeal(String),
 }
 
 type Result<T, E = AuditError> = std::result::Result<T, E>;
@@ -170,6 +254,12 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AuditError + '_ {
     move |source| AuditError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+fn diverged(detail: impl Into<String>) -> AuditError {
+    AuditError::Diverged {
+        detail: detail.into(),
     }
 }
 
@@ -245,13 +335,10 @@ impl Entry {
         .hash
     }
 
-    /// True when `kind` is selected by the filter `f`: equal, or `f` is a
-    /// dotted prefix (`gate` selects `gate.decision`).
-    fn kind_matches(&self, f: &str) -> bool {
-        self.kind == f
-            || (self.kind.len() > f.len()
-                && self.kind.starts_with(f)
-                && self.kind.as_bytes()[f.len()] == b'.')
+    /// True when this entry's kind is selected by the filter `f`: equal,
+    /// or `f` is a dotted prefix (`gate` selects `gate.decision`).
+    pub fn kind_matches(&self, f: &str) -> bool {
+        kind_matches(&self.kind, f)
     }
 }
 
@@ -372,8 +459,9 @@ pub fn validate_label(field: &'static str, value: &str) -> Result<()> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DefectKind {
-    /// Not valid JSON, not an entry, or not byte-identical to its canonical
-    /// form.
+    /// Not valid JSON, not an entry, not byte-identical to its canonical
+    /// form; or an incomplete line or an empty segment where only the last
+    /// segment may have one.
     BadLine,
     /// `seq` is not the previous seq + 1.
     SeqGap,
@@ -381,8 +469,12 @@ pub enum DefectKind {
     BrokenLink,
     /// `hash` is not the hash of the entry.
     HashMismatch,
-    /// The anchor does not name the file's last entry.
+    /// The anchor does not name the trail's last entry.
     AnchorMismatch,
+    /// A segment between the first and the last is missing.
+    MissingSegment,
+    /// A sealed segment is no longer what was sealed.
+    SealBroken,
 }
 
 impl DefectKind {
@@ -393,6 +485,8 @@ impl DefectKind {
             DefectKind::BrokenLink => "broken_link",
             DefectKind::HashMismatch => "hash_mismatch",
             DefectKind::AnchorMismatch => "anchor_mismatch",
+            DefectKind::MissingSegment => "missing_segment",
+            DefectKind::SealBroken => "seal_broken",
         }
     }
 }
@@ -406,10 +500,13 @@ impl fmt::Display for DefectKind {
 /// The first defect of a trail.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Defect {
-    /// 1-based line of `trail.jsonl`; for an anchor mismatch, the number of
-    /// complete lines.
+    /// The segment it is in (for an anchor mismatch, the last segment).
+    pub segment: u64,
+    /// 1-based line in that segment; for an anchor mismatch, the number of
+    /// its complete lines.
     pub line: u64,
-    /// The seq expected at that line.
+    /// The seq expected at that line (for an anchor mismatch, the seq of
+    /// the last complete entry).
     pub seq: u64,
     pub kind: DefectKind,
     pub detail: String,
@@ -419,45 +516,98 @@ impl fmt::Display for Defect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} at line {} (seq {}): {}",
-            self.kind, self.line, self.seq, self.detail
+            "{} at seq {} ({} line {}): {}",
+            self.kind,
+            self.seq,
+            segment_file_name(self.segment),
+            self.line,
+            self.detail
         )
     }
 }
 
-/// The contents of `anchor.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The contents of `anchor.json`: the last acknowledged entry and where it
+/// ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Anchor {
+    /// The segment that entry is in.
+    pub segment: u64,
+    /// Its seq (0 for an empty trail). The number of entries, unless a seal
+    /// skipped seqs.
     pub count: u64,
+    /// Its hash ([`GENESIS`] for an empty trail).
     pub top: String,
+    /// Bytes of the segment up to and including its line. None in an
+    /// anchor written before segments existed (upgraded by the next append).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub len: Option<u64>,
 }
 
 /// What `verify` found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerifyReport {
-    /// Entries verified: all complete lines when there is no defect inside
-    /// the file, else the ones before the defect.
+    /// Entries walked and verified: all of them (outside sealed segments)
+    /// when there is no defect, else the ones before the defect.
     pub entries: u64,
+    /// Seq of the first walked entry (0 for none).
+    pub first_seq: u64,
+    /// Seq of the last verified entry (0 for none).
+    pub last_seq: u64,
     /// Hash of the last verified entry ([`GENESIS`] for none).
     pub top: String,
     /// The anchor as read, None when missing or unreadable.
     pub anchor: Option<Anchor>,
-    /// The first defect; None means the trail is intact.
+    /// The first defect; None means the trail is intact (sealed segments
+    /// are acknowledged, not defects: see `sealed`).
     pub defect: Option<Defect>,
     /// 1 when the last entry is not yet anchored (a crash between its fsync
     /// and the anchor update; the next append adopts it), else 0.
     pub unanchored: u64,
-    /// Bytes after the last `\n` (an interrupted append; the next append
-    /// truncates them). Not a defect while the complete lines match the
-    /// anchor.
+    /// Bytes after the last `\n` of the last segment (an interrupted
+    /// append; the next append truncates them). Not a defect while the
+    /// complete lines match the anchor.
     pub torn_tail_bytes: u64,
+    /// Segment files found.
+    pub segments: u64,
+    /// The first segment walked (1 unless asked to start later).
+    pub from_segment: u64,
+    /// Sealed segments met on the walk, with what each seal recorded.
+    pub sealed: Vec<SealedReport>,
 }
 
 impl VerifyReport {
     pub fn is_clean(&self) -> bool {
         self.defect.is_none()
     }
+}
+
+/// One file a seal keeps as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealedSegment {
+    pub segment: u64,
+    pub file: String,
+    pub bytes: u64,
+    /// SHA-256 of the whole file; None when it was already missing.
+    pub sha256: Option<String>,
+}
+
+/// A seal `verify` met: the segments it keeps and what it recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SealedReport {
+    /// The `audit.seal` entry.
+    pub seal_seq: u64,
+    /// The segment it starts.
+    pub seal_segment: u64,
+    pub ts: Timestamp,
+    /// Who sealed (the entry's actor).
+    pub by: String,
+    pub reason: String,
+    /// The defect as recorded when sealing.
+    pub defect: Value,
+    pub segments: Vec<SealedSegment>,
+    /// Every sealed file is still byte for byte what was sealed.
+    pub intact: bool,
 }
 
 /// What an append wrote.
@@ -474,7 +624,7 @@ pub struct Reanchored {
     pub note: Receipt,
     /// The anchor before, None when it was missing or unreadable.
     pub old_anchor: Option<Anchor>,
-    /// The last entry of the file before the note.
+    /// The last entry of the trail before the note.
     pub real_top: Anchor,
     /// The anchor defect the reanchor resolved, if there was one.
     pub resolved: Option<Defect>,
@@ -482,44 +632,64 @@ pub struct Reanchored {
     pub truncated_bytes: u64,
 }
 
+/// What a seal did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SealOutcome {
+    /// The `audit.seal` entry.
+    pub seal: Receipt,
+    /// The new segment it starts.
+    pub segment: u64,
+    pub sealed: Vec<SealedSegment>,
+    /// The defect that was sealed (None when this call only finished a seal
+    /// a crash interrupted).
+    pub defect: Option<Defect>,
+    /// True when a crash had interrupted an earlier seal and this call
+    /// only moved the anchor to it.
+    pub finished_interrupted: bool,
+}
+
+/// How a trail is written; readers need none of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditOptions {
+    /// A segment is closed once the next entry would take it past this
+    /// many bytes (it always holds at least one entry).
+    pub segment_bytes: u64,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        AuditOptions {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+        }
+    }
+}
+
+/// Where [`Audit::verify_from`] starts walking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VerifyFrom {
+    #[default]
+    Start,
+    /// The segment that holds this seq (from its first line).
+    Seq(u64),
+    Segment(u64),
+}
+
+/// Which entries [`Audit::log_since`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    /// Seq at least this.
+    Seq(u64),
+    /// Recorded at or after this time (a whole-trail read: timestamps need
+    /// not grow).
+    Time(Timestamp),
+}
+
 /// The audit trail in one directory. Cheap to open; `Send + Sync`, and any
 /// number of handles in any number of processes may append at once.
 #[derive(Debug)]
 pub struct Audit {
     dir: PathBuf,
-    /// What this handle last wrote or verified; None until its first append
-    /// and after any failed one.
-    known: Mutex<Option<Known>>,
-}
-
-/// A verified state of the trail, and the file identity it belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Known {
-    stat: Option<FileStat>,
-    count: u64,
-    top: String,
-}
-
-/// Enough of `stat` to notice that someone else changed the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStat {
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    ino: u64,
-    dev: u64,
-}
-
-impl FileStat {
-    fn of(md: &fs::Metadata) -> Self {
-        FileStat {
-            len: md.len(),
-            mtime: (md.mtime(), md.mtime_nsec()),
-            ctime: (md.ctime(), md.ctime_nsec()),
-            ino: md.ino(),
-            dev: md.dev(),
-        }
-    }
+    options: AuditOptions,
 }
 
 /// `anchor.json` as found on disk.
@@ -539,30 +709,68 @@ impl AnchorState {
     }
 }
 
-/// How the file's complete entries relate to the anchor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    Clean,
-    /// One valid entry past the anchor (crash state 3).
-    Lag,
-    Mismatch(String),
-}
-
-/// Where the next entry goes.
-#[derive(Debug)]
-struct Head {
+/// `anchor.json` as stored: the legacy form has neither `len` nor
+/// `segment`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnchor {
     count: u64,
     top: String,
+    #[serde(default)]
+    len: Option<u64>,
+    #[serde(default)]
+    segment: Option<u64>,
+}
+
+/// Where the next entry goes: the last acknowledged one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Head {
+    segment: u64,
+    count: u64,
+    top: String,
+    len: u64,
+}
+
+impl Head {
+    fn genesis() -> Head {
+        Head {
+            segment: 1,
+            count: 0,
+            top: GENESIS.to_string(),
+            len: 0,
+        }
+    }
+
+    fn anchor(&self) -> Anchor {
+        Anchor {
+            segment: self.segment,
+            count: self.count,
+            top: self.top.clone(),
+            len: Some(self.len),
+        }
+    }
 }
 
 impl Audit {
-    /// Opens the trail in `dir`, creating the directory (mode 0700) if it is
-    /// missing. Reads nothing and takes no lock.
+    /// Opens the trail in `dir` with the default options, creating the
+    /// directory (mode 0700) if it is missing. Reads nothing and takes no
+    /// lock.
     pub fn open(dir: &Path) -> Result<Audit> {
+        Audit::open_with(dir, AuditOptions::default())
+    }
+
+    /// [`Audit::open`] with `options` (how large a segment may grow).
+    pub fn open_with(dir: &Path, options: AuditOptions) -> Result<Audit> {
+        if options.segment_bytes == 0 {
+            return Err(AuditError::Invalid {
+                field: "segment_bytes",
+                message: "it must be at least 1".to_string(),
+            });
+        }
         create_private_dir(dir).map_err(io_err(dir))?;
         Ok(Audit {
             dir: dir.to_path_buf(),
-            known: Mutex::new(None),
+            options,
         })
     }
 
@@ -570,8 +778,18 @@ impl Audit {
         &self.dir
     }
 
+    pub fn options(&self) -> AuditOptions {
+        self.options
+    }
+
+    /// Segment 1, `trail.jsonl`: the whole trail until it first rotates.
     pub fn trail_path(&self) -> PathBuf {
         self.dir.join(TRAIL_FILE)
+    }
+
+    /// The file of segment `n` (1-based).
+    pub fn segment_path(&self, n: u64) -> PathBuf {
+        self.dir.join(segment_file_name(n))
     }
 
     pub fn anchor_path(&self) -> PathBuf {
@@ -579,201 +797,93 @@ impl Audit {
     }
 
     /// Appends one entry; returns once it is durable and anchored. Refuses
-    /// (writing nothing) when the trail diverged from its anchor; repairs
-    /// the two crash states first (see the module's durability contract).
+    /// (writing nothing) when the end of the trail diverged from its anchor;
+    /// repairs the crash states first (see the module's durability
+    /// contract). Costs the same whatever the trail's length.
     pub fn append(&self, actor: &str, kind: &str, data: Value) -> Result<Receipt> {
         validate_label("actor", actor)?;
         validate_label("kind", kind)?;
         check_data(&data)?;
-        let mut known = self.lock_known();
         let _lock = self.flock(true)?;
-        let result = self
-            .prepare(&mut known)
-            .and_then(|mut head| self.write_entry(&mut known, &mut head, actor, kind, data));
-        if result.is_err() {
-            // What is on disk is uncertain: verify again next time.
-            *known = None;
-        }
-        result
+        let head = self.prepare()?;
+        let (receipt, _) = self.write_entry(&head, actor, kind, data)?;
+        Ok(receipt)
     }
 
     /// Walks the whole chain and names the first defect. `Err` only for
     /// I/O; defects are in the report. Holds the lock shared while it
     /// reads, so appends wait for it. Memory stays bounded whatever the
-    /// file's size (a 4 MiB buffer plus the longest line).
+    /// trail's size (a 4 MiB buffer plus the longest line).
     pub fn verify(&self) -> Result<VerifyReport> {
-        let _lock = self.flock(false)?;
-        let anchor = self.read_anchor()?;
-        let scan = self.scan()?;
-        let mut report = VerifyReport {
-            entries: scan.entries,
-            top: hex(&scan.top),
-            anchor: anchor.anchor(),
-            defect: scan.defect.clone(),
-            unanchored: 0,
-            torn_tail_bytes: scan.torn_tail_bytes,
-        };
-        if report.defect.is_none() {
-            match judge(&scan, &anchor) {
-                Verdict::Clean => {
-                    // Spare this handle's next append a second full walk.
-                    if scan.torn_tail_bytes == 0
-                        && let Ok(mut known) = self.known.try_lock()
-                    {
-                        *known = Some(Known {
-                            stat: scan.stat,
-                            count: scan.entries,
-                            top: report.top.clone(),
-                        });
-                    }
-                }
-                Verdict::Lag => report.unanchored = 1,
-                Verdict::Mismatch(detail) => report.defect = Some(anchor_defect(&scan, detail)),
-            }
-        }
-        Ok(report)
+        self.verify_from(VerifyFrom::Start)
     }
 
-    /// The last `limit` entries (all when None) whose kind is `kind` or
-    /// starts with `kind.` (all kinds when None), oldest first. Reads the
-    /// file backwards, so a small limit costs little on a long trail. Does
-    /// not verify the chain (that is `verify`), but a line that is not an
-    /// entry is an error, never skipped; a torn tail is ignored.
-    pub fn log(&self, limit: Option<usize>, kind: Option<&str>) -> Result<Vec<Entry>> {
+    /// [`Audit::verify`] from a later segment: the segments before it are
+    /// not walked (their last line is read to check the first link).
+    pub fn verify_from(&self, from: VerifyFrom) -> Result<VerifyReport> {
         let _lock = self.flock(false)?;
-        let path = self.trail_path();
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err(&path)(e)),
-        };
-        let len = file.metadata().map_err(io_err(&path))?.len();
-        let limit = limit.unwrap_or(usize::MAX);
-        let mut out: VecDeque<Entry> = VecDeque::new();
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut lines_seen: u64 = 0;
-        let mut failed: Option<(u64, String)> = None;
-        for_each_line_backwards(&file, len, |line| {
-            lines_seen += 1;
-            let entry = serde_json::from_slice::<Entry>(line).map_err(|e| e.to_string());
-            match entry {
-                Ok(e) => {
-                    if kind.is_none_or(|k| e.kind_matches(k)) {
-                        out.push_front(e);
-                    }
-                    out.len() < limit
-                }
-                Err(e) => {
-                    failed = Some((lines_seen, e));
-                    false
-                }
-            }
-        })
-        .map_err(io_err(&path))?;
-        if let Some((from_end, detail)) = failed {
-            // Line numbers count from the start: count the lines we skipped.
-            let total = count_lines(&file).map_err(io_err(&path))?;
-            let line = total + 1 - from_end;
-            return Err(AuditError::Unreadable(Defect {
-                line,
-                seq: line,
-                kind: DefectKind::BadLine,
-                detail: format!("not an audit entry: {detail}"),
-            }));
-        }
-        Ok(out.into())
+        Ok(self.walk(from)?.report)
     }
 
-    /// Accepts the file's complete entries as the truth and moves the anchor
-    /// to them, recording an `audit.note` with `{reanchor: true, reason,
-    /// old_anchor, real_top}` (plus `truncated_bytes` when a torn tail was
-    /// removed) by `actor`. Refuses ([`AuditError::Defect`]) when the defect
-    /// is inside the file. Harmless on a clean trail (it records the note).
+    /// Accepts the trail's complete entries as the truth and moves the
+    /// anchor to them, recording an `audit.note` with `{reanchor: true,
+    /// reason, old_anchor, real_top}` (plus `truncated_bytes` when a torn
+    /// tail was removed) by `actor`. Refuses ([`AuditError::Defect`]) when
+    /// the defect is inside a segment. Harmless on a clean trail (it
+    /// records the note).
     ///
     /// A crash after the note's fsync and before the anchor moves leaves the
     /// old mismatch plus one more valid entry; running reanchor again
     /// records a second note.
     pub fn reanchor(&self, actor: &str, reason: &str) -> Result<Reanchored> {
         validate_label("actor", actor)?;
-        if reason.trim().is_empty() {
-            return Err(AuditError::Invalid {
-                field: "reason",
-                message: "a reason is required".to_string(),
-            });
-        }
-        let mut known = self.lock_known();
+        check_reason(reason)?;
         let _lock = self.flock(true)?;
-        let result = self.reanchor_locked(&mut known, actor, reason);
-        if result.is_err() {
-            *known = None;
-        }
-        result
-    }
-
-    fn reanchor_locked(
-        &self,
-        known: &mut Option<Known>,
-        actor: &str,
-        reason: &str,
-    ) -> Result<Reanchored> {
-        let anchor = self.read_anchor()?;
-        let scan = self.scan()?;
-        if let Some(d) = scan.defect.clone() {
-            return Err(AuditError::Defect(d));
-        }
-        let resolved = match judge(&scan, &anchor) {
-            Verdict::Mismatch(detail) => Some(anchor_defect(&scan, detail)),
-            Verdict::Clean | Verdict::Lag => None,
+        let walked = self.walk(VerifyFrom::Start)?;
+        let resolved = match walked.report.defect.clone() {
+            Some(d) if d.kind == DefectKind::AnchorMismatch => Some(d),
+            Some(d) => return Err(AuditError::Defect(d)),
+            None => None,
         };
-        if scan.torn_tail_bytes > 0 {
-            self.truncate(scan.complete_len)?;
-        }
-        if anchor == AnchorState::Absent && scan.entries == 0 {
+        let truncated = self.cut_torn_tail(&walked)?;
+        if walked.anchor == AnchorState::Absent && walked.report.entries == 0 {
             // As in append: anchor genesis before the first line.
-            self.write_anchor(0, GENESIS)?;
+            self.write_anchor(&Head::genesis())?;
         }
-        let old_anchor = anchor.anchor();
-        let real_top = Anchor {
-            count: scan.entries,
-            top: hex(&scan.top),
-        };
+        let head = walked.head();
+        let old_anchor = walked.anchor.anchor();
+        let real_top = head.anchor();
         let mut data = serde_json::json!({
             "reanchor": true,
             "reason": reason,
             "old_anchor": old_anchor,
             "real_top": real_top,
         });
-        if scan.torn_tail_bytes > 0 {
-            data["truncated_bytes"] = scan.torn_tail_bytes.into();
+        if truncated > 0 {
+            data["truncated_bytes"] = truncated.into();
         }
-        if let AnchorState::Invalid(why) = &anchor {
+        if let AnchorState::Invalid(why) = &walked.anchor {
             data["old_anchor_error"] = why.clone().into();
         }
         check_data(&data)?;
-        let mut head = Head {
-            count: real_top.count,
-            top: real_top.top.clone(),
-        };
-        *known = None;
-        let note = self.write_entry(known, &mut head, actor, KIND_NOTE, data)?;
+        let (note, _) = self.write_entry(&head, actor, KIND_NOTE, data)?;
         Ok(Reanchored {
             note,
             old_anchor,
             real_top,
             resolved,
-            truncated_bytes: scan.torn_tail_bytes,
+            truncated_bytes: truncated,
         })
     }
 
-    fn lock_known(&self) -> MutexGuard<'_, Option<Known>> {
-        self.known.lock().unwrap_or_else(|poisoned| {
-            // A thread panicked mid-append: trust nothing it left.
-            let mut g = poisoned.into_inner();
-            *g = None;
-            g
-        })
+    /// Truncates the last segment's torn tail found by a walk; returns how
+    /// many bytes went.
+    fn cut_torn_tail(&self, walked: &walk::Walked) -> Result<u64> {
+        if walked.report.torn_tail_bytes == 0 {
+            return Ok(0);
+        }
+        self.truncate(walked.last_segment, walked.last_len)?;
+        Ok(walked.report.torn_tail_bytes)
     }
 
     /// Takes the lock file, exclusive or shared, until the returned file is
@@ -811,37 +921,46 @@ impl Audit {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(AnchorState::Absent),
             Err(e) => return Err(io_err(&path)(e)),
         };
-        Ok(match serde_json::from_slice::<Anchor>(&bytes) {
-            Ok(a) if unhex(&a.top).is_some() => AnchorState::Present(a),
-            Ok(a) => {
-                AnchorState::Invalid(format!("`top` is `{}`, not 64 lowercase hex digits", a.top))
-            }
-            Err(e) => AnchorState::Invalid(e.to_string()),
-        })
-    }
-
-    fn write_anchor(&self, count: u64, top: &str) -> Result<()> {
-        let path = self.anchor_path();
-        let mut bytes = serde_json::to_vec(&Anchor {
-            count,
-            top: top.to_string(),
-        })
-        .map_err(|e| io_err(&path)(io::Error::other(e)))?;
-        bytes.push(b'\n');
-        write_atomic(&path, &bytes).map_err(io_err(&path))
-    }
-
-    fn stat_trail(&self) -> Result<Option<FileStat>> {
-        let path = self.trail_path();
-        match fs::metadata(&path) {
-            Ok(md) => Ok(Some(FileStat::of(&md))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&path)(e)),
+        let raw = match serde_json::from_slice::<RawAnchor>(&bytes) {
+            Ok(raw) => raw,
+            Err(e) => return Ok(AnchorState::Invalid(e.to_string())),
+        };
+        if unhex(&raw.top).is_none() {
+            return Ok(AnchorState::Invalid(format!(
+                "`top` is `{}`, not 64 lowercase hex digits",
+                raw.top
+            )));
         }
+        Ok(match (raw.segment, raw.len) {
+            (None, None) => AnchorState::Present(Anchor {
+                segment: 1,
+                count: raw.count,
+                top: raw.top,
+                len: None,
+            }),
+            (Some(0), _) => AnchorState::Invalid("`segment` is 0; segments count from 1".into()),
+            (Some(segment), Some(len)) => AnchorState::Present(Anchor {
+                segment,
+                count: raw.count,
+                top: raw.top,
+                len: Some(len),
+            }),
+            _ => AnchorState::Invalid("it has one of `len` and `segment` but not the other".into()),
+        })
     }
 
-    fn truncate(&self, len: u64) -> Result<()> {
-        let path = self.trail_path();
+    fn write_anchor(&self, head: &Head) -> Result<()> {
+        let path = self.anchor_path();
+        // Keys in byte order, as canonical JSON would have them.
+        let bytes = format!(
+            "{{\"count\":{},\"len\":{},\"segment\":{},\"top\":\"{}\"}}\n",
+            head.count, head.len, head.segment, head.top
+        );
+        write_atomic(&path, bytes.as_bytes()).map_err(io_err(&path))
+    }
+
+    fn truncate(&self, segment: u64, len: u64) -> Result<()> {
+        let path = self.segment_path(segment);
         let f = OpenOptions::new()
             .write(true)
             .open(&path)
@@ -849,145 +968,16 @@ impl Audit {
         f.set_len(len).map_err(io_err(&path))?;
         f.sync_all().map_err(io_err(&path))
     }
+}
 
-    /// Checks the anchor against the file and repairs the two crash states;
-    /// returns where the next entry goes. Under the exclusive lock.
-    fn prepare(&self, known: &mut Option<Known>) -> Result<Head> {
-        let anchor = self.read_anchor()?;
-        if let Some(k) = known.as_ref()
-            && matches!(&anchor, AnchorState::Present(a) if a.count == k.count && a.top == k.top)
-            && self.stat_trail()? == k.stat
-            && self.last_line_is(k)?
-        {
-            return Ok(Head {
-                count: k.count,
-                top: k.top.clone(),
-            });
-        }
-        *known = None;
-        let scan = self.scan()?;
-        if let Some(d) = &scan.defect {
-            return Err(AuditError::Diverged {
-                detail: d.to_string(),
-            });
-        }
-        let mut head = Head {
-            count: scan.entries,
-            top: hex(&scan.top),
-        };
-        match judge(&scan, &anchor) {
-            Verdict::Clean => {
-                if anchor == AnchorState::Absent {
-                    // Empty trail: anchor it before the first line, so that
-                    // from now on a missing anchor is always a defect.
-                    self.write_anchor(0, GENESIS)?;
-                }
-            }
-            // Crash state 3: the entry was fsynced, the anchor was not moved.
-            Verdict::Lag => self.write_anchor(head.count, &head.top)?,
-            Verdict::Mismatch(detail) => {
-                return Err(AuditError::Diverged {
-                    detail: anchor_defect(&scan, detail).to_string(),
-                });
-            }
-        }
-        if scan.torn_tail_bytes > 0 {
-            // Crash state 2: the torn line's append never returned.
-            self.truncate(scan.complete_len)?;
-            self.write_entry(
-                known,
-                &mut head,
-                "system",
-                KIND_REPAIR,
-                serde_json::json!({
-                    "truncated_bytes": scan.torn_tail_bytes,
-                    "why": "an append was interrupted before its line was complete",
-                }),
-            )?;
-        } else {
-            *known = Some(Known {
-                stat: scan.stat,
-                count: head.count,
-                top: head.top.clone(),
-            });
-        }
-        Ok(head)
-    }
-
-    /// True when the file's last line is entry `k.count` with hash `k.top`.
-    fn last_line_is(&self, k: &Known) -> Result<bool> {
-        let Some(stat) = k.stat else {
-            return Ok(k.count == 0);
-        };
-        if k.count == 0 {
-            return Ok(stat.len == 0);
-        }
-        let path = self.trail_path();
-        let file = File::open(&path).map_err(io_err(&path))?;
-        let mut found = None;
-        for_each_line_backwards(&file, stat.len, |line| {
-            found = Some(line.to_vec());
-            false
-        })
-        .map_err(io_err(&path))?;
-        let Some(line) = found else { return Ok(false) };
-        Ok(match check_line(&line, &mut line::Scratch::default()) {
-            Ok(ok) => ok.seq == k.count && ok.hash_ok && hex(&ok.hash) == k.top,
-            Err(_) => false,
-        })
-    }
-
-    /// Seals and writes one entry after `head`, fsyncs it, moves the anchor.
-    fn write_entry(
-        &self,
-        known: &mut Option<Known>,
-        head: &mut Head,
-        actor: &str,
-        kind: &str,
-        data: Value,
-    ) -> Result<Receipt> {
-        let entry = Entry::seal(
-            head.count + 1,
-            Timestamp::now(),
-            actor,
-            kind,
-            data,
-            &head.top,
-        );
-        let line = entry.to_line();
-        let path = self.trail_path();
-        let created = !path.exists();
-        let mut file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io_err(&path))?;
-        if created {
-            sync_dir(&self.dir).map_err(io_err(&self.dir))?;
-        }
-        file.write_all(line.as_bytes()).map_err(io_err(&path))?;
-        file.sync_data().map_err(io_err(&path))?;
-        self.write_anchor(entry.seq, &entry.hash)?;
-        let stat = FileStat::of(&file.metadata().map_err(io_err(&path))?);
-        head.count = entry.seq;
-        head.top = entry.hash.clone();
-        *known = Some(Known {
-            stat: Some(stat),
-            count: entry.seq,
-            top: entry.hash.clone(),
+fn check_reason(reason: &str) -> Result<()> {
+    if reason.trim().is_empty() {
+        return Err(AuditError::Invalid {
+            field: "reason",
+            message: "a reason is required".to_string(),
         });
-        Ok(Receipt {
-            seq: entry.seq,
-            hash: entry.hash,
-        })
     }
-
-    /// Walks `trail.jsonl` (see [`Scanner`]).
-    fn scan(&self) -> Result<Scan> {
-        let path = self.trail_path();
-        scan_file(&path).map_err(io_err(&path))
-    }
+    Ok(())
 }
 
 /// Refuses data that is not an object or would make a line too long.
@@ -1026,55 +1016,28 @@ fn check_data(data: &Value) -> Result<()> {
     Ok(())
 }
 
-fn judge(scan: &Scan, anchor: &AnchorState) -> Verdict {
-    let torn = if scan.torn_tail_bytes > 0 {
-        format!(" and {} bytes of an incomplete line", scan.torn_tail_bytes)
-    } else {
-        String::new()
-    };
-    match anchor {
-        AnchorState::Absent if scan.entries == 0 => Verdict::Clean,
-        AnchorState::Absent => Verdict::Mismatch(format!(
-            "{ANCHOR_FILE} is missing but the trail has {} entries",
-            scan.entries
-        )),
-        AnchorState::Invalid(why) => Verdict::Mismatch(format!("{ANCHOR_FILE} is invalid: {why}")),
-        AnchorState::Present(a) => {
-            let top = hex(&scan.top);
-            if a.count == scan.entries && a.top == top {
-                Verdict::Clean
-            } else if scan.entries == a.count + 1 && hex(&scan.last_prev) == a.top {
-                Verdict::Lag
-            } else {
-                Verdict::Mismatch(format!(
-                    "the anchor says {} entries ending in {}, the file has {} complete entries ending in {top}{torn}",
-                    a.count, a.top, scan.entries
-                ))
-            }
-        }
-    }
-}
-
-fn anchor_defect(scan: &Scan, detail: String) -> Defect {
-    Defect {
-        line: scan.entries,
-        seq: scan.entries,
-        kind: DefectKind::AnchorMismatch,
-        detail,
-    }
-}
-
+mod bulk;
 mod line;
+mod open;
+mod read;
 pub mod schema;
+mod seal;
+mod segments;
 mod walk;
+
+pub use bulk::{NewEntry, write_new_trail};
+pub use read::Follower;
+pub use segments::segment_file_name;
 
 use line::check_line;
 #[cfg(test)]
 use walk::split_lines;
-use walk::{Scan, count_lines, for_each_line_backwards, scan_file};
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod props;
+
+#[cfg(test)]
+mod segment_tests;

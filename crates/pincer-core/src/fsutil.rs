@@ -31,7 +31,70 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 
 /// fsyncs a directory so a create, rename or unlink inside it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    File::open(dir)?.sync_all()?;
+    #[cfg(test)]
+    ledger::record(ledger::Op::SyncDir(dir.to_path_buf()));
+    Ok(())
+}
+
+/// `fdatasync` of `file`, which is at `path` (named for the test ledger).
+#[cfg_attr(not(test), allow(unused_variables))]
+pub(crate) fn sync_data(file: &File, path: &Path) -> io::Result<()> {
+    file.sync_data()?;
+    #[cfg(test)]
+    ledger::record(ledger::Op::SyncData(path.to_path_buf()));
+    Ok(())
+}
+
+/// `fsync` of `file`, which is at `path` (named for the test ledger).
+#[cfg_attr(not(test), allow(unused_variables))]
+pub(crate) fn sync_all(file: &File, path: &Path) -> io::Result<()> {
+    file.sync_all()?;
+    #[cfg(test)]
+    ledger::record(ledger::Op::SyncAll(path.to_path_buf()));
+    Ok(())
+}
+
+/// `rename(2)`, recorded in the test ledger.
+pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to)?;
+    #[cfg(test)]
+    ledger::record(ledger::Op::Rename {
+        from: from.to_path_buf(),
+        to: to.to_path_buf(),
+    });
+    Ok(())
+}
+
+/// A test seam: every fsync and rename the stores make through this module,
+/// in order, on the calling thread. Tests take it to check that what a
+/// store calls durable was synced, and that a commit point (a rename) comes
+/// after the fsyncs it depends on. Compiled in tests only.
+#[cfg(test)]
+pub(crate) mod ledger {
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum Op {
+        SyncData(PathBuf),
+        SyncAll(PathBuf),
+        SyncDir(PathBuf),
+        Rename { from: PathBuf, to: PathBuf },
+    }
+
+    thread_local! {
+        static OPS: RefCell<Vec<Op>> = const { RefCell::new(Vec::new()) };
+    }
+
+    pub(crate) fn record(op: Op) {
+        OPS.with(|o| o.borrow_mut().push(op));
+    }
+
+    /// Everything recorded on this thread since the last `take`.
+    pub(crate) fn take() -> Vec<Op> {
+        OPS.with(|o| std::mem::take(&mut *o.borrow_mut()))
+    }
 }
 
 /// Replaces `path` with `bytes` atomically: write a temp file beside it,
@@ -49,9 +112,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        sync_all(&f, &tmp)?;
     }
-    fs::rename(&tmp, path)?;
+    rename(&tmp, path)?;
     sync_dir(dir)
 }
 

@@ -38,7 +38,9 @@
 //! data file gone; it then re-reads meta and retries.
 
 use crate::config::FsyncPolicy;
-use crate::fsutil::{create_private_dir, sync_dir, tmp_path, write_atomic};
+use crate::fsutil::{
+    create_private_dir, rename, sync_all, sync_data, sync_dir, tmp_path, write_atomic,
+};
 use crate::message::{FieldError, Message, Role};
 use crate::trim::{self, RepairReport, Trimmed};
 use serde::{Deserialize, Serialize};
@@ -730,7 +732,7 @@ impl SessionWriter {
         if complete < bytes.len() as u64 {
             // The torn line was never acknowledged: its append did not return.
             file.set_len(complete).map_err(io_err(&path))?;
-            file.sync_all().map_err(io_err(&path))?;
+            sync_all(&file, &path).map_err(io_err(&path))?;
             let meta = Meta {
                 torn_tail_repairs: self.meta.torn_tail_repairs + 1,
                 ..self.meta.clone()
@@ -842,7 +844,7 @@ impl SessionWriter {
             return Ok(());
         }
         let path = self.data_path();
-        if let Err(e) = self.file()?.sync_data() {
+        if let Err(e) = sync_data(self.file()?, &path) {
             // Linux reports a writeback error once: a later fsync may
             // succeed although these pages are gone. Never say durable again.
             self.poisoned = true;
@@ -1011,7 +1013,7 @@ impl SessionWriter {
         f.write_all(&carried).map_err(io_err(&new_path))?;
         f.write_all(live).map_err(io_err(&new_path))?;
         self.point(CrashPoint::NewFileWritten)?;
-        f.sync_all().map_err(io_err(&new_path))?;
+        sync_all(&f, &new_path).map_err(io_err(&new_path))?;
         sync_dir(self.dir()).map_err(io_err(self.dir()))?;
         self.point(CrashPoint::NewFileSynced)?;
 
@@ -1036,10 +1038,10 @@ impl SessionWriter {
                 .open(&meta_tmp)
                 .map_err(io_err(&meta_tmp))?;
             t.write_all(&meta_bytes).map_err(io_err(&meta_tmp))?;
-            t.sync_all().map_err(io_err(&meta_tmp))?;
+            sync_all(&t, &meta_tmp).map_err(io_err(&meta_tmp))?;
         }
         self.point(CrashPoint::MetaTempWritten)?;
-        fs::rename(&meta_tmp, &meta_path).map_err(io_err(&meta_path))?;
+        rename(&meta_tmp, &meta_path).map_err(io_err(&meta_path))?;
         // Committed: from here on, the session is the new file.
         let bytes_after = (carried.len() + live.len()) as u64;
         let mut report = CompactReport {

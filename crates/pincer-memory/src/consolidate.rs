@@ -19,7 +19,10 @@
 //!    path; absent means seq 0). A watermark that is not valid JSON of a
 //!    [`Watermark`] is an error, never silently reset. If the trail's entry
 //!    at the watermark's seq no longer has the watermark's hash (the trail
-//!    was rewritten, or cut and reanchored, under it), the run refuses.
+//!    was rewritten, or cut and reanchored, under it), the run refuses. If
+//!    that entry is in a segment sealed since (`pincer audit seal`), the run
+//!    goes on from the seal: entries in sealed segments are evidence, not
+//!    activity, and are never consolidated.
 //! 3. Reads the entries past the watermark, up to the last entry `verify`
 //!    saw. Consolidation's own entries are skipped (see below); the range of
 //!    a page runs from the first to the last entry that is not its own. A
@@ -111,7 +114,7 @@ use pincer_core::message::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -257,8 +260,8 @@ pub enum ConsolidateError {
     #[error("audit entry seq {seq} (`memory.consolidate`): {detail}")]
     BadRecord { seq: u64, detail: String },
     /// The trail changed under the read in a way appends cannot explain.
-    #[error("the audit trail changed while it was read (line {line}: {detail}); run again")]
-    TrailChanged { line: u64, detail: String },
+    #[error("the audit trail changed while it was read (seq {seq}: {detail}); run again")]
+    TrailChanged { seq: u64, detail: String },
     /// The page store failed; see the module docs for what was committed.
     #[error("the page store could not {op} page `{id}`: {message}")]
     Sink {
@@ -320,7 +323,7 @@ pub fn consolidate_with_crash(
             defect,
         });
     }
-    let last = report.entries;
+    let last = report.last_seq;
     let watermark = read_watermark(watermark_path)?;
     let w = watermark.seq;
     let entries = read_past(audit, watermark_path, &watermark, last)?;
@@ -432,7 +435,7 @@ impl Run<'_> {
             .find(|e| e.seq == to)
             .map(|e| e.hash.clone())
             .ok_or_else(|| ConsolidateError::TrailChanged {
-                line: to,
+                seq: to,
                 detail: "the entry the watermark moves to was not read".to_string(),
             })?;
         let watermark = Watermark {
@@ -879,10 +882,12 @@ pub fn read_watermark(path: &Path) -> Result<Watermark> {
     Ok(w)
 }
 
-/// Streams the trail: checks the entry at the watermark against its hash,
-/// and returns the entries `watermark.seq + 1 ..= last` (all verified a
-/// moment ago; appends since only add lines past `last`). Lines before the
-/// watermark are counted, not parsed.
+/// Reads the entries `watermark.seq + 1 ..= last` (all verified a moment
+/// ago; appends since only add entries past `last`) and checks the entry at
+/// the watermark against its hash. Entries in sealed segments are not
+/// read: when the watermark's own entry was sealed away (`pincer audit
+/// seal`), the run goes on from the seal that took it, which is then the
+/// first entry returned.
 fn read_past(
     audit: &Audit,
     watermark_path: &Path,
@@ -902,59 +907,50 @@ fn read_past(
     if last == 0 {
         return Ok(Vec::new());
     }
-    let path = audit.trail_path();
-    let file = File::open(&path).map_err(io_err(&path))?;
-    let mut reader = BufReader::new(file);
-    let mut line = Vec::new();
-    let mut out = Vec::new();
-    let mut prev = if w == 0 {
-        Some(GENESIS.to_string())
-    } else {
-        None
-    };
-    for n in 1..=last {
-        line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(io_err(&path))?;
-        if read == 0 || line.last() != Some(&b'\n') {
-            return Err(ConsolidateError::TrailChanged {
-                line: n,
-                detail: "the trail ends before the entries verify counted".to_string(),
-            });
-        }
-        if n < w {
-            continue;
-        }
-        let entry: Entry =
-            serde_json::from_slice(&line).map_err(|e| ConsolidateError::TrailChanged {
-                line: n,
-                detail: format!("not an audit entry: {e}"),
-            })?;
-        if entry.seq != n {
-            return Err(ConsolidateError::TrailChanged {
-                line: n,
-                detail: format!("it holds seq {}", entry.seq),
-            });
-        }
-        if n == w {
-            if entry.hash != watermark.hash {
+    let mut entries = audit.entries_between(w.max(1), last)?;
+    if w > 0 {
+        match entries.first() {
+            Some(e) if e.seq == w && e.hash != watermark.hash => {
                 return Err(mismatch(format!(
                     "the trail's entry {w} has hash {}",
-                    entry.hash
+                    e.hash
                 )));
             }
-            prev = Some(entry.hash);
-            continue;
+            Some(e) if e.seq == w => {
+                entries.remove(0);
+            }
+            Some(e) if e.kind == Kind::AuditSeal.as_str() => {}
+            Some(e) => {
+                return Err(mismatch(format!(
+                    "the trail has no entry {w} (the next one is seq {})",
+                    e.seq
+                )));
+            }
+            None => return Err(mismatch(format!("the trail has no entry {w}"))),
         }
-        if prev.as_deref() != Some(entry.prev.as_str()) {
+    }
+    // What verify walked a moment ago, read again: in order, linked (a
+    // seal links to the file it seals, not to the entry before), up to
+    // `last`.
+    let mut prev: Option<&Entry> = None;
+    for e in &entries {
+        if let Some(p) = prev
+            && (e.seq <= p.seq || (e.kind != Kind::AuditSeal.as_str() && e.prev != p.hash))
+        {
             return Err(ConsolidateError::TrailChanged {
-                line: n,
+                seq: e.seq,
                 detail: "its `prev` is not the hash of the entry before".to_string(),
             });
         }
-        prev = Some(entry.hash.clone());
-        out.push(entry);
+        prev = Some(e);
     }
-    Ok(out)
+    if entries.last().map_or(w, |e| e.seq) != last {
+        return Err(ConsolidateError::TrailChanged {
+            seq: last,
+            detail: "the trail ends before the entries verify counted".to_string(),
+        });
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]

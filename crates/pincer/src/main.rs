@@ -123,7 +123,7 @@ enum Command {
     /// Answer calls an agent is waiting on: list, approve, deny.
     #[command(subcommand)]
     Approvals(approvals_cmd::ApprovalsCmd),
-    /// The tamper-evident audit trail: verify, log, note, reanchor.
+    /// The tamper-evident audit trail: verify, log, note, reanchor, seal.
     #[command(subcommand)]
     Audit(audit_cmd::AuditCmd),
     /// The resume block a new session starts with: built from the session

@@ -296,6 +296,44 @@ async fn an_answer_copied_from_another_approval_is_a_denial() {
     assert!(files(&q).is_empty(), "{:?}", files(&q));
 }
 
+/// An answer file under the right id, saying the right id, but carrying
+/// another call's hash (what an approval of a harmless call, edited to
+/// name a dangerous one, looks like) is a denial; so is one carrying the
+/// right hash but another id. Each check is tested alone.
+#[tokio::test]
+async fn an_answer_with_the_right_id_but_another_call_hash_is_a_denial() {
+    let (_home, q) = setup();
+    let a = q
+        .submit(&request("shell", json!({"command": "ls"})), MINUTE)
+        .unwrap();
+    q.answer(&a.id, Resolution::Approved { by: "ana".into() })
+        .unwrap();
+    let approved: serde_json::Value =
+        serde_json::from_slice(&fs::read(q.answer_path(&a.id)).unwrap()).unwrap();
+    assert_eq!(approved["answer"], "approved");
+    for (id_in_file, hash_in_file) in [
+        (None, Some(a.call_hash.clone())),
+        (None, Some("0".repeat(64))),
+        (Some(a.id.clone()), None),
+    ] {
+        let b = q
+            .submit(&request("shell", json!({"command": "rm -rf /"})), MINUTE)
+            .unwrap();
+        let mut forged = approved.clone();
+        forged["id"] = json!(id_in_file.unwrap_or_else(|| b.id.clone()));
+        forged["call_hash"] = json!(hash_in_file.clone().unwrap_or_else(|| b.call_hash.clone()));
+        let path = q.answer_path(&b.id);
+        fs::write(&path, serde_json::to_vec(&forged).unwrap()).unwrap();
+        match joined(spawn_wait(&q, &b)).await {
+            ApprovalAnswer::Denied { by, reason } => {
+                assert_eq!(by, "system");
+                assert!(reason.contains("different call"), "{reason}");
+            }
+            other => panic!("a forged answer was accepted ({forged}): {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn bad_ids_are_refused_naming_the_id() {
     let (_home, q) = setup();
@@ -560,4 +598,33 @@ async fn a_claimed_principal_in_the_file_is_never_recorded() {
             by: QUEUE_PRINCIPAL.into()
         }
     );
+}
+
+#[test]
+fn a_timeout_under_a_week_is_accepted() {
+    let (_home, q) = setup();
+    let six_days = Duration::from_secs(6 * 24 * 3600);
+    let p = q.submit(&request("shell", json!({})), six_days).unwrap();
+    assert_eq!(p.timeout(), six_days);
+}
+
+/// An answer file without its pending file is kept until it is older than
+/// the grace period: it may be an answer racing a withdrawal, and the
+/// waiter re-checks before it is gone.
+#[test]
+fn prune_keeps_a_fresh_orphan_answer_until_it_is_old() {
+    let (_home, q) = setup();
+    let path = q.answer_path("00000000ee");
+    fs::write(&path, b"{}").unwrap();
+    assert_eq!(q.prune().unwrap(), 0);
+    assert!(path.exists());
+    let old = std::time::SystemTime::now() - PRUNE_GRACE - MINUTE;
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(q.prune().unwrap(), 1);
+    assert!(!path.exists());
 }

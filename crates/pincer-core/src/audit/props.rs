@@ -3,11 +3,13 @@
 //! Properties of the trail. Every append fsyncs for real, so each case
 //! writes only a few entries and the case counts stay modest.
 
-use super::tests::{open, read_lines, write_lines};
+use super::tests::open;
 use super::*;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::Index;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
 
 const ACTORS: &[&str] = &["agent:main", "human:cli", "hook:pre-tool", "system", "é✓🦀"];
 const KINDS: &[&str] = &["gate.decision", "tool.call", "audit.note", "hw.i2c.read"];
@@ -63,53 +65,133 @@ fn append_spec() -> impl Strategy<Value = (usize, usize, Value)> {
     (0..ACTORS.len(), 0..KINDS.len(), data())
 }
 
+/// One deliberate break, in segment `.0` (an index into the segments).
 #[derive(Debug, Clone)]
 enum Tamper {
     /// Replace the byte at a position with a different byte.
-    Byte(Index, u8),
-    DeleteLine(Index),
+    Byte(Index, Index, u8),
+    DeleteLine(Index, Index),
     /// Swap line i and i + 1.
-    SwapAdjacent(Index),
-    /// Cut the file anywhere inside the last line or earlier (the final
+    SwapAdjacent(Index, Index),
+    /// Cut the segment anywhere inside its last line or earlier (the final
     /// `\n` at least is gone).
-    Truncate(Index),
+    Truncate(Index, Index),
+    /// Rewrite one entry's data and reseal its hash: the line is a valid
+    /// entry, so only the next entry's link (or the anchor's top, for the
+    /// last one) can tell.
+    Reseal(Index, Index),
+    /// Give one entry another actor without resealing: canonical form and
+    /// links are kept, so only the hash check can tell.
+    EditKeepLinks(Index, Index),
+    /// Remove a whole segment file.
+    DeleteSegment(Index),
 }
 
 fn tamper() -> impl Strategy<Value = Tamper> {
+    let at = || (any::<Index>(), any::<Index>());
     prop_oneof![
-        3 => (any::<Index>(), 1..=255u8).prop_map(|(i, d)| Tamper::Byte(i, d)),
-        1 => any::<Index>().prop_map(Tamper::DeleteLine),
-        1 => any::<Index>().prop_map(Tamper::SwapAdjacent),
-        1 => any::<Index>().prop_map(Tamper::Truncate),
+        3 => (at(), 1..=255u8).prop_map(|((s, i), d)| Tamper::Byte(s, i, d)),
+        1 => at().prop_map(|(s, i)| Tamper::DeleteLine(s, i)),
+        1 => at().prop_map(|(s, i)| Tamper::SwapAdjacent(s, i)),
+        1 => at().prop_map(|(s, i)| Tamper::Truncate(s, i)),
+        2 => at().prop_map(|(s, i)| Tamper::Reseal(s, i)),
+        2 => at().prop_map(|(s, i)| Tamper::EditKeepLinks(s, i)),
+        1 => any::<Index>().prop_map(Tamper::DeleteSegment),
     ]
 }
 
-fn apply(audit: &Audit, t: &Tamper) {
-    let path = audit.trail_path();
-    match t {
-        Tamper::Byte(i, delta) => {
-            let mut bytes = fs::read(&path).unwrap();
-            let at = i.index(bytes.len());
-            bytes[at] = bytes[at].wrapping_add(*delta);
-            fs::write(&path, bytes).unwrap();
+fn lines_of(bytes: &[u8]) -> Vec<Vec<u8>> {
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Applies `t` to one segment; returns that segment's number, or None when
+/// the tamper does not apply (then the case is skipped).
+fn apply(audit: &Audit, t: &Tamper) -> Option<u64> {
+    let segs = segments::list_segments(audit.dir()).unwrap();
+    let pick = |s: &Index| segs[s.index(segs.len())];
+    let (n, path) = match t {
+        Tamper::Byte(s, ..)
+        | Tamper::DeleteLine(s, _)
+        | Tamper::SwapAdjacent(s, _)
+        | Tamper::Truncate(s, _)
+        | Tamper::Reseal(s, _)
+        | Tamper::EditKeepLinks(s, _)
+        | Tamper::DeleteSegment(s) => (pick(s), audit.segment_path(pick(s))),
+    };
+    let bytes = fs::read(&path).unwrap();
+    let mut lines = lines_of(&bytes);
+    let out: Vec<u8> = match t {
+        Tamper::Byte(_, i, delta) => {
+            let mut b = bytes.clone();
+            let at = i.index(b.len());
+            b[at] = b[at].wrapping_add(*delta);
+            b
         }
-        Tamper::DeleteLine(i) => {
-            let mut lines = read_lines(audit);
+        Tamper::DeleteLine(_, i) => {
             lines.remove(i.index(lines.len()));
-            write_lines(audit, &lines);
+            lines.concat()
         }
-        Tamper::SwapAdjacent(i) => {
-            let mut lines = read_lines(audit);
+        Tamper::SwapAdjacent(_, i) => {
+            if lines.len() < 2 || lines[0] == lines[1] {
+                return None;
+            }
             let at = i.index(lines.len() - 1);
             lines.swap(at, at + 1);
-            write_lines(audit, &lines);
+            lines.concat()
         }
-        Tamper::Truncate(i) => {
-            let bytes = fs::read(&path).unwrap();
-            let cut = i.index(bytes.len());
-            fs::write(&path, &bytes[..cut]).unwrap();
+        Tamper::Truncate(_, i) => bytes[..i.index(bytes.len())].to_vec(),
+        Tamper::Reseal(_, i) => {
+            let at = i.index(lines.len());
+            let e: Entry = serde_json::from_slice(&lines[at]).unwrap();
+            let forged = Entry::seal(
+                e.seq,
+                e.ts,
+                &e.actor,
+                &e.kind,
+                json!({"forged": true}),
+                &e.prev,
+            );
+            if forged.hash == e.hash {
+                return None;
+            }
+            lines[at] = forged.to_line().into_bytes();
+            lines.concat()
         }
-    }
+        Tamper::EditKeepLinks(_, i) => {
+            let at = i.index(lines.len());
+            let mut e: Entry = serde_json::from_slice(&lines[at]).unwrap();
+            e.actor = if e.actor == "intruder" {
+                "other".into()
+            } else {
+                "intruder".into()
+            };
+            lines[at] = e.to_line().into_bytes();
+            lines.concat()
+        }
+        Tamper::DeleteSegment(_) => {
+            if segs.len() == 1 {
+                // Nothing left to seal: that is reanchor's case, tested apart.
+                return None;
+            }
+            fs::remove_file(&path).unwrap();
+            return Some(n);
+        }
+    };
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(&path, out).unwrap();
+    Some(n)
+}
+
+/// True when the tamper changed what every append checks: the anchored
+/// segment's length or its last line (or removed it).
+fn append_must_see(before: &[u8], after: Option<&[u8]>) -> bool {
+    let Some(after) = after else { return true };
+    let body = &before[..before.len() - 1];
+    let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+    after.len() != before.len() || after[last_start..] != before[last_start..]
 }
 
 fn refused(r: Result<Receipt>) -> bool {
@@ -185,22 +267,59 @@ proptest! {
         prop_assert_eq!(audit.verify().unwrap().defect, None);
     }
 
+    /// Any tamper in any segment is found by verify; append refuses
+    /// exactly the tampers that touch what it checks (the anchored
+    /// segment's length and last line) and accepts the rest without hiding
+    /// them; and `seal` always gets the trail going again, keeping the
+    /// damaged files byte for byte.
     #[test]
-    fn any_tamper_is_detected_and_refused(
-        specs in vec(append_spec(), 2..5),
+    fn any_tamper_is_detected_refused_or_left_visible_and_sealable(
+        specs in vec(append_spec(), 2..8),
+        segment_bytes in 200..1500u64,
         t in tamper(),
     ) {
-        let (_d, audit) = open();
+        let dir = tempfile::tempdir().unwrap();
+        let options = AuditOptions { segment_bytes };
+        let audit = Audit::open_with(&dir.path().join("audit"), options).unwrap();
         for (a, k, d) in &specs {
             audit.append(ACTORS[*a], KINDS[*k], d.clone()).unwrap();
         }
-        apply(&audit, &t);
+        let anchored = audit.read_anchor().unwrap().anchor().unwrap().segment;
+        let before = fs::read(audit.segment_path(anchored)).unwrap();
+        let Some(_n) = apply(&audit, &t) else {
+            return Ok(());
+        };
+        let after = fs::read(audit.segment_path(anchored)).ok();
         let r = audit.verify().unwrap();
         prop_assert!(r.defect.is_some(), "undetected {:?}: {:?}", t, r);
-        let fresh = Audit::open(audit.dir()).unwrap();
-        prop_assert!(refused(fresh.append("human:cli", KIND_NOTE, serde_json::json!({}))), "fresh handle appended after {:?}", t);
-        prop_assert!(refused(audit.append("human:cli", KIND_NOTE, serde_json::json!({}))), "writer appended after {:?}", t);
-        // Still detected: the refusals wrote nothing.
-        prop_assert!(audit.verify().unwrap().defect.is_some());
+        let fresh = Audit::open_with(audit.dir(), options).unwrap();
+        let note = || serde_json::json!({});
+        if append_must_see(&before, after.as_deref()) {
+            prop_assert!(refused(fresh.append("human:cli", KIND_NOTE, note())), "fresh handle appended after {:?}", t);
+            prop_assert!(refused(audit.append("human:cli", KIND_NOTE, note())), "writer appended after {:?}", t);
+        } else {
+            let got = fresh.append("human:cli", KIND_NOTE, note());
+            prop_assert!(got.is_ok(), "append refused a tamper it does not check {:?}: {:?}", t, got);
+        }
+        // Still detected: the refusals wrote nothing, the append hid nothing.
+        let d = audit.verify().unwrap().defect;
+        prop_assert!(d.is_some());
+
+        // The way back.
+        let evidence: Vec<(u64, Vec<u8>)> = segments::list_segments(audit.dir())
+            .unwrap()
+            .into_iter()
+            .map(|n| (n, fs::read(audit.segment_path(n)).unwrap()))
+            .collect();
+        let sealed = audit.seal("human:cli", "prop").unwrap();
+        let r = audit.verify().unwrap();
+        prop_assert_eq!(&r.defect, &None, "after sealing {:?}: {:#?}", t, r);
+        prop_assert!(r.sealed.iter().all(|s| s.intact) && !r.sealed.is_empty());
+        for (n, bytes) in evidence {
+            prop_assert_eq!(fs::read(audit.segment_path(n)).unwrap(), bytes, "segment {} changed", n);
+        }
+        let next = fresh.append("human:cli", KIND_NOTE, note()).unwrap();
+        prop_assert_eq!(next.seq, sealed.seal.seq + 1);
+        prop_assert_eq!(audit.verify().unwrap().defect, None);
     }
 }

@@ -28,6 +28,7 @@ pub enum Kind {
     HookVerdict,
     AuditNote,
     AuditRepair,
+    AuditSeal,
     HwOp,
     HwResult,
     MemoryWrite,
@@ -47,6 +48,7 @@ impl Kind {
         Kind::HookVerdict,
         Kind::AuditNote,
         Kind::AuditRepair,
+        Kind::AuditSeal,
         Kind::HwOp,
         Kind::HwResult,
         Kind::MemoryWrite,
@@ -67,12 +69,39 @@ impl Kind {
             Kind::HookVerdict => "hook.verdict",
             Kind::AuditNote => "audit.note",
             Kind::AuditRepair => "audit.repair",
+            Kind::AuditSeal => "audit.seal",
             Kind::HwOp => "hw.op",
             Kind::HwResult => "hw.result",
             Kind::MemoryWrite => "memory.write",
             Kind::MemoryConsolidate => "memory.consolidate",
             Kind::MemoryForget => "memory.forget",
             Kind::ProviderFallback => "provider.fallback",
+        }
+    }
+
+    /// What an entry of this kind records, for `pincer audit log --kind`.
+    pub const fn what(self) -> &'static str {
+        match self {
+            Kind::ConfigLoad => {
+                "the config pincer started with, its hash, the policy in force, the warnings given"
+            }
+            Kind::PolicyChange => "the policy differs from the last load's",
+            Kind::GateDecision => {
+                "a tool call allowed, blocked, approved or denied, before it runs"
+            }
+            Kind::ApprovalRequest => "a call waits for a person's answer",
+            Kind::ApprovalAnswer => "the answer (a person's, a hook's or the timeout's)",
+            Kind::ToolCall => "the outcome of a call that ran, with the tool's notes",
+            Kind::HookVerdict => "what an interceptor, observer or approval hook said",
+            Kind::AuditNote => "an operator note, or a reanchor",
+            Kind::AuditRepair => "a torn tail was removed after a crash",
+            Kind::AuditSeal => "damaged segments were sealed as evidence; a new segment starts",
+            Kind::HwOp => "a person's `pincer hw` command",
+            Kind::HwResult => "the result of a `pincer hw` command",
+            Kind::MemoryWrite => "a memory page was written",
+            Kind::MemoryConsolidate => "a consolidation page was committed",
+            Kind::MemoryForget => "a memory page was removed",
+            Kind::ProviderFallback => "a provider failed and the next one was tried",
         }
     }
 

@@ -25,26 +25,29 @@ pub(super) fn appended(n: u64) -> (tempfile::TempDir, Audit) {
     (dir, audit)
 }
 
-/// Writes `n` sealed entries and their anchor straight to disk (no fsync),
-/// for trails too long to build through `append`.
-pub(super) fn fill(dir: &Path, n: u64) -> String {
-    let mut out = String::new();
-    let mut top = GENESIS.to_string();
+/// The entries [`fill`] writes.
+pub(super) fn filler(n: u64) -> impl Iterator<Item = NewEntry> {
     let t = ts("2026-11-30T11:43:45.123Z");
-    for seq in 1..=n {
-        let e = Entry::seal(
-            seq,
-            t,
-            "agent:main",
-            "gate.decision",
-            json!({"tool": "shell", "decision": "allow", "n": seq}),
-            &top,
-        );
-        out.push_str(&e.to_line());
-        top = e.hash;
-    }
-    fs::create_dir_all(dir).unwrap();
-    fs::write(dir.join(TRAIL_FILE), out).unwrap();
+    (1..=n).map(move |seq| NewEntry {
+        ts: t,
+        actor: "agent:main".into(),
+        kind: "gate.decision".into(),
+        data: json!({"tool": "shell", "decision": "allow", "n": seq}),
+    })
+}
+
+/// Writes `n` entries and their anchor straight to disk (one fsync), for
+/// trails too long to build through `append`. Returns the top hash.
+pub(super) fn fill(dir: &Path, n: u64) -> String {
+    write_new_trail(dir, AuditOptions::default(), filler(n))
+        .unwrap()
+        .top
+}
+
+/// A trail as a pincer from before segments left it: `trail.jsonl` and an
+/// anchor `{count, top}`.
+pub(super) fn fill_legacy(dir: &Path, n: u64) -> String {
+    let top = fill(dir, n);
     fs::write(
         dir.join(ANCHOR_FILE),
         format!("{{\"count\":{n},\"top\":\"{top}\"}}\n"),
@@ -92,9 +95,9 @@ fn check_diverged(audit: &Audit) {
         Err(e @ AuditError::Diverged { .. }) => {
             let msg = e.to_string();
             assert!(
-                msg.contains(
-                    "run `pincer audit verify` to see the defect, then `pincer audit reanchor --reason \"…\"`"
-                ),
+                msg.contains("run `pincer audit verify` to see the defect")
+                    && msg.contains("`pincer audit reanchor --reason \"…\"`")
+                    && msg.contains("`pincer audit seal --reason \"…\"`"),
                 "{msg}"
             );
         }
@@ -105,6 +108,17 @@ fn check_diverged(audit: &Audit) {
         before,
         "a refused append wrote"
     );
+}
+
+/// The edit is inside the trail but outside what append checks: append
+/// works, and verify still names the same defect afterwards.
+#[track_caller]
+fn check_unseen_by_append(audit: &Audit, kind: DefectKind, line: u64) {
+    let fresh = Audit::open(audit.dir()).unwrap();
+    fresh
+        .append("human:cli", KIND_NOTE, json!({"text": "hi"}))
+        .expect("append does not walk the chain");
+    check_defect(audit, kind, line);
 }
 
 #[test]
@@ -188,11 +202,14 @@ fn empty_trail_verifies_and_first_entry_starts_at_genesis() {
     assert_eq!(entries[0].prev, GENESIS);
     assert_eq!(entries[0].hash, receipt.hash);
     let r = check_clean(&audit, 1);
+    let line_len = read_lines(&audit)[0].len() as u64 + 1;
     assert_eq!(
         r.anchor,
         Some(Anchor {
+            segment: 1,
             count: 1,
-            top: receipt.hash.clone()
+            top: receipt.hash.clone(),
+            len: Some(line_len),
         })
     );
     assert_eq!(r.top, receipt.hash);
@@ -317,6 +334,50 @@ fn hash_mismatch_when_data_is_edited() {
     lines[1] = lines[1].replacen("\"tool\":\"shell\"", "\"tool\":\"shelk\"", 1);
     write_lines(&audit, &lines);
     check_defect(&audit, DefectKind::HashMismatch, 2);
+    // Same length, last line untouched: append does not see it (that is
+    // verify's job), and the defect stays visible.
+    check_unseen_by_append(&audit, DefectKind::HashMismatch, 2);
+
+    // The same edit in the last line is refused at once.
+    let (_d, audit) = appended(4);
+    let mut lines = read_lines(&audit);
+    lines[3] = lines[3].replacen("\"tool\":\"shell\"", "\"tool\":\"shelk\"", 1);
+    write_lines(&audit, &lines);
+    check_defect(&audit, DefectKind::HashMismatch, 4);
+    check_diverged(&audit);
+    check_diverged(&Audit::open(audit.dir()).unwrap());
+}
+
+#[test]
+fn a_resealed_last_line_is_refused() {
+    let (_d, audit) = appended(3);
+    let mut lines = read_lines(&audit);
+    let e: Entry = serde_json::from_str(&lines[2]).unwrap();
+    // Resealed, so it is a valid entry, chained to seq 2: only the anchor's
+    // top can tell.
+    let forged = Entry::seal(e.seq, e.ts, &e.actor, &e.kind, json!({"i": 9}), &e.prev);
+    lines[2] = forged.to_line().trim_end().to_string();
+    write_lines(&audit, &lines);
+    let d = check_defect(&audit, DefectKind::AnchorMismatch, 3);
+    assert!(d.detail.contains("anchor says 3 entries"), "{d}");
+    check_diverged(&Audit::open(audit.dir()).unwrap());
+}
+
+#[test]
+fn a_same_length_edit_of_the_anchor_len_is_refused() {
+    // A longer trail cut back to exactly the anchored length but with an
+    // entry removed elsewhere can't keep the last line; anything that
+    // moves the end is refused: here the anchor's `len` is off by one.
+    let (_d, audit) = appended(2);
+    let text = fs::read_to_string(audit.anchor_path()).unwrap();
+    let a = audit.read_anchor().unwrap().anchor().unwrap();
+    let len = a.len.unwrap();
+    fs::write(
+        audit.anchor_path(),
+        text.replace(&format!("\"len\":{len}"), &format!("\"len\":{}", len - 1)),
+    )
+    .unwrap();
+    check_defect(&audit, DefectKind::AnchorMismatch, 2);
     check_diverged(&audit);
 }
 
@@ -485,7 +546,7 @@ fn crash_b_one_unanchored_entry_is_adopted() {
 fn crash_b_at_the_first_entry() {
     let (_d, audit) = open();
     // The first append anchored genesis, then crashed after the line.
-    audit.write_anchor(0, GENESIS).unwrap();
+    audit.write_anchor(&Head::genesis()).unwrap();
     lag_one(&audit);
     assert_eq!(check_clean(&audit, 1).unanchored, 1);
     assert_eq!(
@@ -511,12 +572,12 @@ fn two_unanchored_entries_are_not_a_crash_state() {
 #[test]
 fn reanchor_after_deleted_last_line_leaves_a_scar() {
     let (_d, audit) = appended(4);
-    let anchor_before: Anchor =
-        serde_json::from_slice(&fs::read(audit.anchor_path()).unwrap()).unwrap();
+    let anchor_before = audit.read_anchor().unwrap().anchor().unwrap();
     let mut lines = read_lines(&audit);
     lines.pop();
     write_lines(&audit, &lines);
     let real_top = audit.verify().unwrap().top;
+    let real_len = fs::metadata(audit.trail_path()).unwrap().len();
 
     let r = audit
         .reanchor("human:cli", "  lost the last line  ")
@@ -526,8 +587,10 @@ fn reanchor_after_deleted_last_line_leaves_a_scar() {
     assert_eq!(
         r.real_top,
         Anchor {
+            segment: 1,
             count: 3,
-            top: real_top.clone()
+            top: real_top.clone(),
+            len: Some(real_len),
         }
     );
     assert_eq!(
@@ -546,8 +609,8 @@ fn reanchor_after_deleted_last_line_leaves_a_scar() {
         json!({
             "reanchor": true,
             "reason": "  lost the last line  ",
-            "old_anchor": {"count": 4, "top": anchor_before.top},
-            "real_top": {"count": 3, "top": real_top},
+            "old_anchor": {"segment": 1, "count": 4, "top": anchor_before.top, "len": anchor_before.len},
+            "real_top": {"segment": 1, "count": 3, "top": real_top, "len": real_len},
         })
     );
     check_clean(&audit, 4);

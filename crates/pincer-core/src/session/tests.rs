@@ -270,6 +270,100 @@ fn fsync_policy_decides_which_appends_are_durable() {
     }
 }
 
+/// What the fsync seam saw: every append that says `durable: true` was
+/// fdatasync'ed before it returned, and every one that was not says so
+/// (`sync` then does it, exactly once).
+#[test]
+fn durable_means_fsynced_and_not_durable_means_not_yet() {
+    use crate::fsutil::ledger::{self, Op};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let call = Message::assistant_calls("", vec![ToolCall::new("c", "t", &json!({}))]);
+    for policy in [FsyncPolicy::Always, FsyncPolicy::Turn, FsyncPolicy::Never] {
+        let s = SessionStore::open(dir.path().join(policy.as_str()), policy).expect("store");
+        let mut w = s.writer("f").expect("writer");
+        let path = data_path(&s, "f");
+        for m in [Message::user("q"), call.clone(), Message::assistant("a")] {
+            ledger::take();
+            let r = w.append(std::slice::from_ref(&m)).expect("append");
+            let synced = ledger::take()
+                .iter()
+                .filter(|o| **o == Op::SyncData(path.clone()))
+                .count();
+            assert_eq!(
+                synced,
+                usize::from(r.durable),
+                "{policy:?} {:?}: durable {} after {synced} fsyncs",
+                m.role,
+                r.durable
+            );
+            w.sync().expect("sync");
+            let later = ledger::take()
+                .iter()
+                .filter(|o| **o == Op::SyncData(path.clone()))
+                .count();
+            assert_eq!(later, usize::from(!r.durable), "{policy:?}: sync after");
+        }
+    }
+}
+
+/// Compaction's commit point is the rename of the new meta: the new data
+/// file, its directory entry and the meta temp must be fsynced before it,
+/// and the rename made durable (directory fsync) before the old file goes.
+#[test]
+fn compaction_fsyncs_everything_its_commit_point_depends_on_first() {
+    use crate::fsutil::ledger::{self, Op};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    let mut w = session_for_compaction(&s, 6, 4);
+    let old = data_path(&s, "c");
+    ledger::take();
+    let report = w.compact().expect("compact");
+    let ops = ledger::take();
+    let new = s.dir().join(&report.new_file);
+    let meta = s.meta_path("c");
+    let sdir = Op::SyncDir(s.dir().to_path_buf());
+    let at = |op: &Op| {
+        ops.iter()
+            .position(|o| o == op)
+            .unwrap_or_else(|| panic!("{op:?} missing from {ops:#?}"))
+    };
+    let commit = ops
+        .iter()
+        .position(|o| matches!(o, Op::Rename { to, .. } if *to == meta))
+        .unwrap_or_else(|| panic!("no rename of the meta in {ops:#?}"));
+    let new_synced = at(&Op::SyncAll(new.clone()));
+    assert!(
+        new_synced < commit,
+        "new file fsynced after the commit: {ops:#?}"
+    );
+    assert!(
+        ops[new_synced..commit].contains(&sdir),
+        "the new file's directory entry is not durable before the commit: {ops:#?}"
+    );
+    assert!(at(&Op::SyncAll(tmp_path(&meta))) < commit, "{ops:#?}");
+    assert!(
+        ops[commit..].contains(&sdir),
+        "the commit is never made durable: {ops:#?}"
+    );
+    assert!(!old.exists());
+}
+
+/// A data file that exists but cannot be read is an I/O error naming it,
+/// never "the session does not exist".
+#[test]
+fn an_unreadable_data_file_is_an_error_naming_it_not_a_missing_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = store(dir.path());
+    s.writer("u").expect("w").append(&turn(0)).expect("append");
+    let path = data_path(&s, "u");
+    fs::remove_file(&path).expect("rm");
+    fs::create_dir(&path).expect("a directory where the data file was");
+    match s.read("u") {
+        Err(SessionError::Io { path: p, .. }) => assert_eq!(p, path),
+        other => panic!("expected an I/O error naming the file, got {other:?}"),
+    }
+}
+
 #[test]
 fn list_shows_every_session() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -14,6 +14,10 @@ const ACTOR: &str = "agent:pincer";
 trait TestSink: PageSink {
     fn pages(&self) -> BTreeMap<String, SessionPage>;
     fn writes(&self) -> usize;
+    /// Removes a page, as a person deleting its file would.
+    fn delete(&self, id: &str);
+    /// From now on, page writes fail (writing nothing) or work again.
+    fn set_failing(&self, failing: bool);
 }
 
 /// In memory.
@@ -21,10 +25,14 @@ trait TestSink: PageSink {
 struct MemSink {
     pages: Mutex<BTreeMap<String, SessionPage>>,
     writes: Mutex<usize>,
+    failing: Mutex<bool>,
 }
 
 impl PageSink for MemSink {
     fn write_page(&self, page: &SessionPage) -> Result<(), String> {
+        if *self.failing.lock().unwrap() {
+            return Err("no space left on device".into());
+        }
         *self.writes.lock().unwrap() += 1;
         self.pages
             .lock()
@@ -44,6 +52,12 @@ impl TestSink for MemSink {
     fn writes(&self) -> usize {
         *self.writes.lock().unwrap()
     }
+    fn delete(&self, id: &str) {
+        assert!(self.pages.lock().unwrap().remove(id).is_some(), "{id}");
+    }
+    fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
 }
 
 /// `pages/<id>.md` written with `write_atomic`; with an audit trail, it
@@ -52,6 +66,7 @@ struct FileSink {
     dir: PathBuf,
     audit: Option<Arc<Audit>>,
     writes: Mutex<usize>,
+    failing: Mutex<bool>,
 }
 
 impl FileSink {
@@ -62,6 +77,9 @@ impl FileSink {
 
 impl PageSink for FileSink {
     fn write_page(&self, page: &SessionPage) -> Result<(), String> {
+        if *self.failing.lock().unwrap() {
+            return Err("no space left on device".into());
+        }
         *self.writes.lock().unwrap() += 1;
         fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let text = format!(
@@ -126,6 +144,12 @@ impl TestSink for FileSink {
     fn writes(&self) -> usize {
         *self.writes.lock().unwrap()
     }
+    fn delete(&self, id: &str) {
+        fs::remove_file(self.path(id)).unwrap();
+    }
+    fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
 }
 
 struct Fx {
@@ -151,6 +175,7 @@ fn fx(kind: SinkKind) -> Fx {
             dir: dir.path().join("memory/pages"),
             audit: Some(audit.clone()),
             writes: Mutex::new(0),
+            failing: Mutex::new(false),
         }),
     };
     let wm = dir.path().join("memory/consolidation.json");
@@ -182,7 +207,7 @@ impl Fx {
         read_watermark(&self.wm).unwrap()
     }
     fn last_seq(&self) -> u64 {
-        self.audit.verify().unwrap().entries
+        self.audit.verify().unwrap().last_seq
     }
     /// One gate-admitted, successful tool call plus a hook verdict.
     fn activity(&self, call: &str) {
@@ -407,6 +432,50 @@ fn broken_chain_is_refused_naming_the_seq() {
     assert_eq!(fs::read_to_string(&trail).unwrap(), lines.join("\n") + "\n");
 }
 
+/// A damaged segment sealed under the watermark: consolidation refuses the
+/// broken chain, then after `seal` goes on from the seal entry; the sealed
+/// entries are evidence and are never consolidated.
+#[test]
+fn a_watermark_in_a_sealed_segment_goes_on_from_the_seal() {
+    let fx = fx(SinkKind::Mem);
+    fx.activity("c1");
+    fx.run(); // watermark at 3, its record at 4
+    fx.activity("c2");
+    let trail = fx.audit.trail_path();
+    let mut bytes = fs::read(&trail).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 0x01;
+    fs::write(&trail, bytes).unwrap();
+    assert!(
+        matches!(
+            fx.try_run(None),
+            Err(ConsolidateError::BrokenChain { seq: 7, .. })
+        ),
+        "a broken chain is refused"
+    );
+    let sealed = fx.audit.seal("human:cli", "bit flip").unwrap();
+    fx.activity("c3");
+    let r = fx.run();
+    assert_eq!(r.from_seq, sealed.seal.seq, "{r:?}");
+    assert_eq!(
+        r.unsummarised.get(Kind::AuditSeal.as_str()),
+        Some(&1),
+        "{r:?}"
+    );
+    let page = &fx.sink.pages()[r.page.as_deref().unwrap()];
+    assert!(
+        page.body.contains("c3") || cited(page).len() == 2,
+        "{}",
+        page.body
+    );
+    assert!(
+        cited(page).iter().all(|s| *s > sealed.seal.seq),
+        "{}",
+        page.body
+    );
+    assert_eq!(fx.run().page, None);
+}
+
 #[test]
 fn a_trail_rewritten_under_the_watermark_is_refused() {
     let fx = fx(SinkKind::Mem);
@@ -547,6 +616,85 @@ fn every_crash_point_recovers_without_loss_or_duplicates() {
                 assert_consistent(&fx);
             }
         }
+    }
+}
+
+/// A page write that fails commits nothing: no record, no watermark, no
+/// page; the next run starts from scratch and succeeds.
+#[test]
+fn a_failed_page_write_leaves_no_record_and_no_watermark() {
+    for kind in [SinkKind::Mem, SinkKind::FileAudited] {
+        let fx = fx(kind);
+        fx.activity("c1");
+        let entries = fx.entries().len();
+        let wm = fx.watermark_bytes();
+        fx.sink.set_failing(true);
+        match fx.try_run(None) {
+            Err(ConsolidateError::Sink {
+                op: "write",
+                message,
+                ..
+            }) => {
+                assert!(message.contains("no space"), "{kind:?}: {message}");
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        assert!(fx.records().is_empty(), "{kind:?}");
+        assert_eq!(fx.entries().len(), entries, "{kind:?}: the trail grew");
+        assert_eq!(fx.watermark_bytes(), wm, "{kind:?}");
+        assert!(fx.sink.pages().is_empty(), "{kind:?}");
+        fx.sink.set_failing(false);
+        let r = fx.run();
+        assert_eq!(
+            (r.page.as_deref(), r.recovered),
+            (Some("session-1-3"), None)
+        );
+        assert_consistent(&fx);
+    }
+}
+
+/// A crash after the record, then the page deleted by hand: the next run
+/// writes the page again (from the same entries, so the same page) before
+/// it moves the watermark, and never records it twice. With the page
+/// write failing, the watermark does not move.
+#[test]
+fn a_recorded_page_deleted_after_a_crash_is_written_again_before_the_watermark_moves() {
+    for kind in [SinkKind::Mem, SinkKind::FileAudited] {
+        let fx = fx(kind);
+        fx.activity("c1");
+        fx.activity("c2");
+        fx.try_run(Some(CrashPoint::AfterAuditRecord)).unwrap_err();
+        let page = fx.sink.pages()["session-1-6"].clone();
+        fx.sink.delete("session-1-6");
+        let wm = fx.watermark_bytes();
+
+        fx.sink.set_failing(true);
+        assert!(
+            matches!(
+                fx.try_run(None),
+                Err(ConsolidateError::Sink { op: "write", .. })
+            ),
+            "{kind:?}"
+        );
+        assert_eq!(
+            fx.watermark_bytes(),
+            wm,
+            "{kind:?}: the watermark moved without its page"
+        );
+        assert_eq!(fx.records().len(), 1, "{kind:?}");
+
+        fx.sink.set_failing(false);
+        let r = fx.run();
+        assert_eq!(r.recovered, Some(CrashPoint::AfterAuditRecord), "{kind:?}");
+        assert_eq!(r.page.as_deref(), Some("session-1-6"));
+        assert_eq!(
+            fx.sink.pages()["session-1-6"],
+            page,
+            "{kind:?}: not the same page"
+        );
+        assert_eq!(fx.watermark().seq, 6);
+        assert_eq!(fx.records().len(), 1, "{kind:?}: recorded twice");
+        assert_consistent(&fx);
     }
 }
 

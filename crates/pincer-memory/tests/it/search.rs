@@ -147,6 +147,50 @@ fn hand_edited_page_appears_in_the_next_search_even_same_size_same_second() {
     assert_eq!(ids(&idx.search("giraffe", 5).expect("search")), ["wifi"]);
 }
 
+/// Past the racy window, (size, mtime, inode) decide whether a page is
+/// read again. An in-place edit at the same size keeps the size and the
+/// inode: only the mtime tells, and it must be enough. (The mtimes are set
+/// by hand, both long past, so no sleep is needed.)
+#[test]
+fn a_same_size_in_place_edit_seen_only_by_its_mtime_is_reindexed() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::time::{Duration, SystemTime};
+    let (_d, store) = corpus();
+    let path = store.path_of("wifi").expect("path");
+    let set_mtime = |t: SystemTime| {
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open")
+            .set_modified(t)
+            .expect("mtime");
+    };
+    let long_ago = SystemTime::now() - Duration::from_secs(600);
+    set_mtime(long_ago);
+    let mut idx = MemoryIndex::open(memory_dir(&store)).expect("open");
+    idx.sync().expect("sync");
+    assert!(idx.search("zebra", 5).expect("search").hits.is_empty());
+    let before = fs::metadata(&path).expect("stat");
+
+    let text = fs::read_to_string(&path)
+        .expect("read")
+        .replace("quiet", "zebra");
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .write_all_at(text.as_bytes(), 0)
+        .expect("edit in place");
+    set_mtime(long_ago + Duration::from_secs(60));
+    let after = fs::metadata(&path).expect("stat");
+    assert_eq!((after.len(), after.ino()), (before.len(), before.ino()));
+    assert_ne!(after.mtime(), before.mtime());
+
+    let r = idx.search("zebra", 5).expect("search");
+    assert_eq!(ids(&r), ["wifi"], "{r:?}");
+    assert!(idx.search("quiet", 5).expect("search").hits.is_empty());
+}
+
 #[test]
 fn old_unchanged_pages_are_not_reread() {
     let (_d, store) = corpus();
