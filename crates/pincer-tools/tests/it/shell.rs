@@ -4,11 +4,14 @@
 use crate::support::{FifoWatch, Fx, call_through};
 use pincer_core::policy::Risk;
 use pincer_core::tool::{Tool, ToolError};
-use pincer_tools::{ResolutionMode, ShellDialect, ShellEnv, ShellProgram, ShellTool, ToolLimits};
+use pincer_tools::{
+    NetworkMode, ResolutionMode, ShellDialect, ShellEnv, ShellProgram, ShellTool, ToolLimits,
+};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, PidfdFlags};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 fn fx() -> Fx {
     Fx::new(ResolutionMode::Openat2)
@@ -281,10 +284,123 @@ fn the_description_says_how_commands_are_isolated() {
     let fx = fx();
     let d = fx.tool("shell").description().to_string();
     assert!(d.contains("It runs in an OS sandbox"), "{d}");
-    assert!(d.contains("the network is off"), "{d}");
+    assert!(d.contains("there is no network"), "{d}");
     assert!(d.contains("approval"), "{d}");
     let d = fx.unsandboxed_shell().description().to_string();
     assert!(d.contains("WITHOUT an OS sandbox"), "{d}");
+}
+
+/// The network interfaces a command sees, from its own `/proc/net/dev`:
+/// the lines `NAME: <counters>`.
+fn interfaces(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter_map(|l| l.trim().split_once(':'))
+        .filter(|(name, rest)| {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                && rest.trim_start().starts_with(|c: char| c.is_ascii_digit())
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// With `[shell] network = "off"` (the default) a call cannot ask for the
+/// network: the schema does not offer it, and a call that asks anyway is
+/// refused before anything runs.
+#[tokio::test]
+async fn a_call_cannot_ask_for_the_network_when_it_is_off() {
+    let fx = fx();
+    let shell = fx.tool("shell");
+    assert!(
+        shell.parameters_schema()["properties"]
+            .get("network")
+            .is_none()
+    );
+    let a = shell.assess(&json!({"command": "true", "network": true}));
+    assert!(
+        a.invalid.as_deref().is_some_and(|m| m.contains("network")),
+        "{a:?}"
+    );
+    let m = fx
+        .refused(
+            "shell",
+            json!({"command": "touch ran", "network": true}),
+            "no network",
+        )
+        .await;
+    assert!(!fx.root.join("ran").exists(), "{m}");
+    let a = shell.assess(&json!({"command": "true", "network": "yes"}));
+    assert!(a.invalid.is_some(), "{a:?}");
+    // Without the argument there is only a loopback.
+    let out = fx
+        .ok("shell", json!({"command": "cat /proc/net/dev"}))
+        .await;
+    assert_eq!(interfaces(&out), ["lo"], "{out}");
+}
+
+/// With `network = "ask"`, a call that asks is high risk whatever the
+/// command, runs with the host's network, and its result and its
+/// `tool.call` entry say so.
+#[tokio::test]
+async fn a_call_that_asks_for_the_network_is_high_risk_and_recorded() {
+    let fx = fx();
+    let shell: Arc<dyn Tool> = Arc::new(
+        ShellTool::new(
+            fx.ws.clone(),
+            &ToolLimits::default(),
+            "agent-7",
+            ShellEnv::default(),
+        )
+        .with_sandbox(crate::support::test_sandbox())
+        .with_network(NetworkMode::Ask),
+    );
+    assert_eq!(
+        shell.parameters_schema()["properties"]["network"]["type"],
+        "boolean"
+    );
+    let a = shell.assess(&json!({"command": "cat /proc/net/dev", "network": true}));
+    assert_eq!(a.risk, Risk::High, "{a:?}");
+    assert_eq!(
+        a.subject.as_ref().map(|s| &s["network"]),
+        Some(&json!(true))
+    );
+    let low = shell.assess(&json!({"command": "cat /proc/net/dev", "network": false}));
+    assert_eq!(low.risk, Risk::Low, "{low:?}");
+    let out = call_through(
+        &fx.gate,
+        shell.clone(),
+        json!({"command": "cat /proc/net/dev", "network": true}),
+    )
+    .await
+    .unwrap();
+    assert!(out.contains("the network was on"), "{out}");
+    let host = std::fs::read_to_string("/proc/net/dev").unwrap();
+    assert_eq!(interfaces(&out).len(), interfaces(&host).len(), "{out}");
+    let audit = pincer_core::audit::Audit::open(&fx.base.join("audit")).unwrap();
+    let call = audit
+        .log(Some(1), Some("tool.call"))
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert!(
+        call.data["notes"]
+            .to_string()
+            .contains("the network was on"),
+        "{}",
+        call.data
+    );
+    let decision = audit
+        .log(Some(1), Some("gate.decision"))
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(
+        decision.data["subject"]["network"], true,
+        "{}",
+        decision.data
+    );
 }
 
 #[tokio::test]
