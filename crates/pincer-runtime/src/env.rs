@@ -106,6 +106,42 @@ impl Env {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Values of pincer's environment no command may ever see: the API keys
+    /// (the zero-config ones, each configured provider's `api_key_env`)
+    /// and every variable whose name says it holds a secret (`*KEY*`,
+    /// `*TOKEN*`, `*SECRET*`, `*PASSWORD*`). Values under 8 characters are
+    /// left out: they would match ordinary text. `pincer sandbox check`
+    /// proves none reaches a sandboxed command.
+    pub fn secrets(&self, settings: &crate::Settings) -> Vec<String> {
+        let named: Vec<&str> = settings
+            .providers
+            .iter()
+            .filter_map(|p| p.api_key_env.as_deref())
+            .collect();
+        let secret_name = |k: &str| {
+            let k = k.to_ascii_uppercase();
+            named.contains(&k.as_str())
+                || ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"]
+                    .iter()
+                    .any(|w| k.contains(w))
+        };
+        let mut out: Vec<String> = [&self.openai_key, &self.anthropic_key]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(
+                self.vars
+                    .iter()
+                    .filter(|(k, _)| secret_name(k))
+                    .map(|(_, v)| v.clone()),
+            )
+            .filter(|v| v.len() >= 8)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The board `PINCER_BOARD` would name (the demo pins the simulated
     /// one).
     pub fn with_board(mut self, board: &str) -> Env {
@@ -137,5 +173,19 @@ mod tests {
         assert_eq!(env.var("MY_KEY"), Some("also-secret"));
         assert_eq!(env.model.as_deref(), Some("m"));
         assert_eq!(Env::from_vars([("PINCER_MODEL", "")]).model, None);
+    }
+
+    #[test]
+    fn secrets_are_the_keys_and_secret_named_variables() {
+        let env = Env::from_vars([
+            ("OPENAI_API_KEY", "sk-openai-123"),
+            ("GITHUB_TOKEN", "ghp-123456789"),
+            ("DB_PASSWORD", "hunter2-long"),
+            ("SHORT_KEY", "abc"),
+            ("PATH", "/usr/bin:/bin:/sbin"),
+            ("LANG", "C.UTF-8-long-value"),
+        ]);
+        let got = env.secrets(&crate::Settings::defaults(std::path::Path::new("x")));
+        assert_eq!(got, ["ghp-123456789", "hunter2-long", "sk-openai-123"]);
     }
 }

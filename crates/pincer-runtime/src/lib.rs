@@ -89,6 +89,8 @@ pub enum RuntimeError {
         "shell.program: {} does not exist on this machine (install it, or choose the other shell)", path.display()
     )]
     ShellProgram { path: PathBuf },
+    #[error("pincer exec: {0}")]
+    Exec(String),
     #[error(transparent)]
     Workspace(#[from] pincer_tools::WorkspaceError),
     #[error(transparent)]

@@ -1,22 +1,26 @@
 //! What a person does outside the gate — answering an approval, writing
-//! memory, running a hardware operation, consolidating the trail — each
+//! memory, running a hardware operation or a command in the agent's
+//! sandbox, consolidating the trail — each
 //! recorded in the audit trail under the principal that did it. The CLI,
 //! and later the gateway and chat channels, call these; none records on
 //! its own.
 
-use crate::RuntimeError;
+use crate::{Env, RuntimeError, Settings};
 use pincer_core::approvals::{ApprovalQueue, Pending, Resolution};
 use pincer_core::audit::Audit;
 use pincer_core::audit::schema::{
-    AnswerWord, ApprovalAnswered, CallRef, CallStatus, HwOp, HwResult, MemoryForget, MemoryWrite,
-    Outcome,
+    AnswerWord, ApprovalAnswered, CallRef, CallStatus, ExecResult, ExecRun, HwOp, HwResult,
+    MemoryForget, MemoryWrite, Outcome,
 };
 use pincer_core::home::Home;
 use pincer_core::policy::Risk;
 use pincer_hw::{Hardware, HwError};
 use pincer_memory::{NewPage, Page, PageStore};
+use pincer_sandbox::{Finished, SandboxError, Spec};
 use pincer_tools::hw::{Caller, Facts, HwKind, parse_request};
+use pincer_tools::{NetworkMode, SandboxMode, ShellSandbox};
 use serde_json::Value;
+use std::path::Path;
 
 /// Why a person's operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -334,4 +338,122 @@ pub fn record_hw_info(audit: &Audit, principal: &str, hw: &Hardware) -> Result<(
         },
     )?;
     Ok(())
+}
+
+/// A command a person runs in exactly the sandbox the agent's shell gets
+/// (`pincer exec`): the agent's workspace, `[shell]`'s limits and
+/// degradable layers, pincer's state hidden; stdin empty, stdout and
+/// stderr the person's own.
+#[derive(Debug)]
+pub struct ExecPlan {
+    sandbox: ShellSandbox,
+    spec: Spec,
+}
+
+impl ExecPlan {
+    /// Refused when `[shell] sandbox = "off"` (there is no sandbox to run
+    /// in) and, for `network`, when `[shell] network = "off"` (no agent
+    /// command can have it either).
+    pub fn new(
+        home: &Home,
+        settings: &Settings,
+        env: &Env,
+        workspace: Option<&Path>,
+        argv: Vec<String>,
+        network: bool,
+    ) -> Result<ExecPlan, RuntimeError> {
+        if settings.shell.sandbox == SandboxMode::Off {
+            return Err(RuntimeError::Exec(
+                "[shell] sandbox = \"off\": the agent's commands run without a sandbox, so there is none to run this in".into(),
+            ));
+        }
+        if network && settings.shell.network == NetworkMode::Off {
+            return Err(RuntimeError::Exec(
+                "--network: [shell] network = \"off\", so no agent command can have the network; set network = \"ask\" to allow calls that ask for it".into(),
+            ));
+        }
+        let dir = crate::tools::workspace_dir(home, settings, env, workspace)?;
+        let ws = crate::tools::open_workspace(home, &dir)?;
+        let sandbox = crate::tools::shell_sandbox(home, settings, &ws);
+        let (program, args) = match argv.split_first() {
+            Some((p, rest)) => (
+                p.as_str(),
+                rest.iter().map(String::as_str).collect::<Vec<_>>(),
+            ),
+            None => {
+                return Err(RuntimeError::Exec(
+                    "give the command to run after --".into(),
+                ));
+            }
+        };
+        let spec = sandbox
+            .spec(
+                &ws,
+                program,
+                &args,
+                pincer_core::actor::HUMAN_CLI,
+                &env.shell,
+                network,
+            )
+            .map_err(|e| RuntimeError::Exec(e.to_string()))?;
+        Ok(ExecPlan { sandbox, spec })
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.spec.workspace
+    }
+}
+
+/// Runs `plan` for `principal`, recorded: an `exec.run` entry before it
+/// starts, an `exec.result` entry with how it ended. The outer error is
+/// the trail's; the run's own (a layer that failed, a program that is
+/// missing: nothing ran) is the inner one.
+pub fn exec(
+    audit: &Audit,
+    principal: &str,
+    plan: ExecPlan,
+) -> Result<Result<Finished, SandboxError>, PersonError> {
+    audit.record(
+        principal,
+        &ExecRun {
+            argv: plan.spec.argv.clone(),
+            workspace: plan.spec.workspace.display().to_string(),
+            network: plan.spec.network,
+        },
+    )?;
+    let outcome = run_inheriting(&plan);
+    let result = match &outcome {
+        Ok(f) => ExecResult {
+            status: CallStatus::Ok,
+            exit: Some(f.exit.to_string()),
+            notes: f.notes(),
+            error: None,
+        },
+        Err(e) => ExecResult {
+            status: CallStatus::Error,
+            exit: None,
+            notes: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    };
+    audit.record(principal, &result)?;
+    Ok(outcome)
+}
+
+/// Prepares, starts and waits for the sandbox with the person's stdout and
+/// stderr.
+fn run_inheriting(plan: &ExecPlan) -> Result<Finished, SandboxError> {
+    let prepared = plan.sandbox.sandbox.prepare(&plan.spec)?;
+    let mut command = prepared.command;
+    let io = |what: &str, source| SandboxError::Io {
+        what: what.to_string(),
+        source,
+    };
+    let mut child = command
+        .spawn()
+        .map_err(|e| io("cannot start the sandbox helper", e))?;
+    let status = child
+        .wait()
+        .map_err(|e| io("waiting for the sandbox helper failed", e))?;
+    prepared.pending.finish(status, false)
 }

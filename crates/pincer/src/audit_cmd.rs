@@ -386,6 +386,18 @@ fn generic_summary(d: &Value) -> String {
             .unwrap_or_default();
         parts.push(format!("{o}{by}"));
     }
+    if let Some(exit) = str_of(d, "exit") {
+        parts.push(exit.to_string());
+    }
+    if let Some(notes) = d.get("notes").and_then(Value::as_array)
+        && !notes.is_empty()
+    {
+        parts.push(format!(
+            "{} note(s): {}",
+            notes.len(),
+            notes.first().map(word).unwrap_or_default()
+        ));
+    }
     if let Some(why) = ["why", "reason", "error", "failure"]
         .iter()
         .find_map(|k| str_of(d, k))

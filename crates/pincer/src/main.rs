@@ -13,6 +13,7 @@ mod hw_cmd;
 mod membench_cmd;
 mod memory_cmd;
 mod policy_cmd;
+mod sandbox_cmd;
 mod session_cmd;
 
 use anyhow::{Context, Result};
@@ -152,6 +153,13 @@ enum Command {
     /// What the policy gate decides, and why.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCmd),
+    /// Run a command in exactly the sandbox the agent's shell gets: the
+    /// agent's workspace writable, pincer's state hidden, no network
+    /// (unless --network), stdin empty. Recorded in the audit trail.
+    Exec(sandbox_cmd::ExecArgs),
+    /// The OS sandbox the shell runs in: `check` proves every layer here.
+    #[command(subcommand)]
+    Sandbox(sandbox_cmd::SandboxCmd),
     /// Shell completions, generated from this command line's definition.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -312,6 +320,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Policy(cmd) => policy_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Exec(args) => sandbox_cmd::exec(&load_ctx(cli.home)?, args),
+        Command::Sandbox(cmd) => sandbox_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
         #[cfg(feature = "membench")]
         Command::Membench(args) => membench_cmd::run(args),

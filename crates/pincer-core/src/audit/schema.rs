@@ -31,6 +31,8 @@ pub enum Kind {
     AuditSeal,
     HwOp,
     HwResult,
+    ExecRun,
+    ExecResult,
     MemoryWrite,
     MemoryConsolidate,
     MemoryForget,
@@ -51,6 +53,8 @@ impl Kind {
         Kind::AuditSeal,
         Kind::HwOp,
         Kind::HwResult,
+        Kind::ExecRun,
+        Kind::ExecResult,
         Kind::MemoryWrite,
         Kind::MemoryConsolidate,
         Kind::MemoryForget,
@@ -72,6 +76,8 @@ impl Kind {
             Kind::AuditSeal => "audit.seal",
             Kind::HwOp => "hw.op",
             Kind::HwResult => "hw.result",
+            Kind::ExecRun => "exec.run",
+            Kind::ExecResult => "exec.result",
             Kind::MemoryWrite => "memory.write",
             Kind::MemoryConsolidate => "memory.consolidate",
             Kind::MemoryForget => "memory.forget",
@@ -98,6 +104,8 @@ impl Kind {
             Kind::AuditSeal => "damaged segments were sealed as evidence; a new segment starts",
             Kind::HwOp => "a person's `pincer hw` command",
             Kind::HwResult => "the result of a `pincer hw` command",
+            Kind::ExecRun => "a person's `pincer exec` command, before it starts in the sandbox",
+            Kind::ExecResult => "how a `pincer exec` command ended, with the sandbox's notes",
             Kind::MemoryWrite => "a memory page was written",
             Kind::MemoryConsolidate => "a consolidation page was committed",
             Kind::MemoryForget => "a memory page was removed",
@@ -476,6 +484,35 @@ pub struct HwResult {
     pub error: Option<String>,
 }
 payload!(HwResult, HwResult);
+
+/// A person runs a command in the agent's sandbox (`exec.run`, before it
+/// starts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecRun {
+    pub argv: Vec<String>,
+    pub workspace: String,
+    /// The network was on for it.
+    #[serde(default)]
+    pub network: bool,
+}
+payload!(ExecRun, ExecRun);
+
+/// How a `pincer exec` command ended (`exec.result`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecResult {
+    pub status: CallStatus,
+    /// `exit status: N` or `killed by signal N`, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<String>,
+    /// Degraded layers, limits hit, processes left behind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Why it did not run (the sandbox layer that failed, a missing
+    /// program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(ExecResult, ExecResult);
 
 /// A memory page was written (`memory.write`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

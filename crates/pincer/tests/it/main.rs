@@ -4,6 +4,7 @@
 mod agent;
 mod audit;
 mod cli;
+mod escape;
 mod hw;
 mod membench;
 mod memory;
