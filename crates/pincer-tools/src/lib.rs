@@ -14,6 +14,7 @@
 //! environment variables: the binary passes what it needs ([`ShellEnv`]).
 
 mod args;
+mod child;
 pub mod config;
 pub mod files;
 #[cfg(feature = "hw")]

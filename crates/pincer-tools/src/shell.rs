@@ -49,6 +49,7 @@
 
 use crate::ToolLimits;
 use crate::args::{Args, object_schema, respond};
+use crate::child::Watched;
 use crate::config::NetworkMode;
 use crate::shell_sandbox::{self, ShellSandbox};
 use crate::workspace::Workspace;
@@ -56,12 +57,11 @@ use pincer_core::gate::{Gated, Permit};
 use pincer_core::policy::Risk;
 use pincer_core::provider::BoxFuture;
 use pincer_core::tool::{Assessment, Tool, ToolError};
-use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -407,19 +407,15 @@ impl ShellTool {
             Isolation::Sandboxed(sb) => {
                 let spec = sb.spec(ws, program, args, &self.agent_id, &self.env, call.network)?;
                 let prepared = sb.prepare(spec).await?;
-                let mut cmd = tokio::process::Command::from(prepared.command);
-                cmd.stdout(writer)
-                    .stderr(writer2)
-                    .process_group(0)
-                    .kill_on_drop(true);
-                let child = cmd
-                    .spawn()
+                let mut cmd = prepared.command;
+                cmd.stdout(writer).stderr(writer2).process_group(0);
+                let child = Watched::spawn(&mut cmd)
                     .map_err(|e| fatal("cannot start the sandbox helper", e))?;
                 pending = Some(prepared.pending);
                 child
             }
             Isolation::Unsandboxed => {
-                let mut cmd = tokio::process::Command::new(program);
+                let mut cmd = std::process::Command::new(program);
                 cmd.args(args)
                     .env_clear()
                     .env("PATH", &self.env.path)
@@ -430,25 +426,18 @@ impl ShellTool {
                     .stdin(Stdio::null())
                     .stdout(writer)
                     .stderr(writer2)
-                    .process_group(0)
-                    .kill_on_drop(true);
+                    .process_group(0);
                 if let Some(lang) = &self.env.lang {
                     cmd.env("LANG", lang);
                 }
                 if let Some(lc_all) = &self.env.lc_all {
                     cmd.env("LC_ALL", lc_all);
                 }
-                cmd.spawn()
+                Watched::spawn(&mut cmd)
                     .map_err(|e| respond(format!("shell: could not start `{program}`: {e}")))?
             } // `cmd` drops here with its copies of the pipe's write end, so
               // the read side sees EOF once the command's processes are gone.
         };
-        // The child is its own group leader: its pid is the group id.
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
-        let mut guard = GroupGuard(pgid);
         let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
             .map_err(|e| fatal("cannot read the command's output", e))?;
 
@@ -476,18 +465,16 @@ impl ShellTool {
                     status = Some(s.map_err(|e| fatal("waiting for the command failed", e))?);
                     // The leader is gone; whatever it left in its group would
                     // hold the pipe open and keep running unwatched.
-                    leftovers_killed = guard.kill();
-                    guard.disarm();
+                    leftovers_killed = child.kill_group();
                 }
                 () = &mut deadline => {
                     if status.is_none() {
                         timed_out = true;
-                        guard.kill();
+                        child.kill_group();
                         if let Some(p) = &pending {
                             p.kill();
                         }
                         status = child.wait().await.ok();
-                        guard.disarm();
                     } else {
                         pipe_held = true;
                     }
@@ -591,29 +578,6 @@ struct Call<'a> {
     timeout: Duration,
     /// The network is on for this command.
     network: bool,
-}
-
-/// Kills the command's process group if the call is dropped before the
-/// leader was reaped (while the leader is unreaped, its pid — the group id —
-/// cannot be reused).
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    /// SIGKILLs the group; true if any process was there to receive it.
-    fn kill(&self) -> bool {
-        self.0
-            .is_some_and(|pg| rustix::process::kill_process_group(pg, Signal::KILL).is_ok())
-    }
-
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 fn describe_status(s: ExitStatus) -> String {

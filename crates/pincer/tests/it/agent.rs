@@ -911,6 +911,15 @@ fn doctor_and_status_exit_1_on_an_error_and_agree() {
         assert_eq!(status[key], doctor[key], "{key} differs");
     }
     assert_eq!(status["policy"]["autonomy"], doctor["policy"]["autonomy"]);
+    // The sandbox's state is the same report; only doctor runs it live.
+    for key in ["mode", "offered", "layers", "landlock_abi"] {
+        assert_eq!(
+            status["sandbox"][key], doctor["sandbox"][key],
+            "sandbox.{key}"
+        );
+    }
+    assert_eq!(status["sandbox"]["mode"], "on");
+    assert!(status["sandbox"].get("live").is_none());
     let text = crate::stdout(&pincer_env(&home, &["status"], &[]));
     assert!(
         text.contains("1 error(s)") && text.contains("provider:  ERROR"),
