@@ -62,17 +62,20 @@ pub fn workspace_dir(
             }
             Ok(dir)
         }
-        None => {
-            let dir = home.default_workspace();
-            pincer_core::fsutil::create_private_dir(&dir).map_err(|source| {
-                RuntimeError::DefaultWorkspace {
-                    dir: dir.clone(),
-                    source,
-                }
-            })?;
-            Ok(dir)
-        }
+        None => default_workspace(home),
     }
+}
+
+/// Creates (if missing) and returns the default workspace beside the home.
+fn default_workspace(home: &Home) -> Result<PathBuf, RuntimeError> {
+    let dir = home.default_workspace();
+    pincer_core::fsutil::create_private_dir(&dir).map_err(|source| {
+        RuntimeError::DefaultWorkspace {
+            dir: dir.clone(),
+            source,
+        }
+    })?;
+    Ok(dir)
 }
 
 /// A warning when `PINCER_HOME/workspace`, where the default workspace was
@@ -338,16 +341,7 @@ pub fn assessment_tools(
     let ws =
         match workspace_dir(home, settings, env, None).and_then(|dir| open_workspace(home, &dir)) {
             Ok(ws) => ws,
-            Err(_) => {
-                let dir = home.default_workspace();
-                pincer_core::fsutil::create_private_dir(&dir).map_err(|source| {
-                    RuntimeError::DefaultWorkspace {
-                        dir: dir.clone(),
-                        source,
-                    }
-                })?;
-                open_workspace(home, &dir)?
-            }
+            Err(_) => open_workspace(home, &default_workspace(home)?)?,
         };
     let hw = hardware(settings, env)?;
     let shell = shell(home, settings, env, ws.clone())?;

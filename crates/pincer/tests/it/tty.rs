@@ -51,7 +51,7 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     )
     .unwrap();
 
-    let (mut child, screen, mut keys) =
+    let (child, screen, mut keys) =
         on_a_pty(&home, &["agent", "--workspace", ws.to_str().unwrap()]);
 
     let at = screen.wait_for("you> ", 0);
@@ -82,14 +82,7 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     keys.write_all(b"/session\r").unwrap();
     let at = screen.wait_for("live messages", at);
     screen.wait_for("you> ", at);
-    keys.write_all(b"\x04").unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait()));
-    let status = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("pincer did not exit after Ctrl-D")
-        .unwrap();
-    assert!(status.success());
+    leaves_on_ctrl_d(child, &mut keys);
     assert!(!ws.join("first.txt").exists());
     assert_eq!(std::fs::read_to_string(ws.join("second.txt")).unwrap(), "y");
 }
@@ -134,6 +127,18 @@ fn on_a_pty(home: &std::path::Path, args: &[&str]) -> (std::process::Child, Scre
         }
     });
     (child, screen, std::fs::File::from(master))
+}
+
+/// Ctrl-D at the prompt: pincer exits 0, within a bound.
+fn leaves_on_ctrl_d(mut child: std::process::Child, keys: &mut std::fs::File) {
+    keys.write_all(b"\x04").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait()));
+    let status = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("pincer did not exit after Ctrl-D")
+        .unwrap();
+    assert!(status.success());
 }
 
 /// Polls `cond` until it holds or 20 s pass.
@@ -188,7 +193,7 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
         "[policy]\nautonomy = \"full\"\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n",
     )
     .unwrap();
-    let (mut child, screen, mut keys) = on_a_pty(&home, &["agent"]);
+    let (child, screen, mut keys) = on_a_pty(&home, &["agent"]);
     let pid = child.id();
     let sleeping = || {
         std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
@@ -216,12 +221,5 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
         "left behind (pid, state): {:?}",
         children(pid)
     );
-    keys.write_all(b"\x04").unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait()));
-    let status = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("pincer did not exit after Ctrl-D")
-        .unwrap();
-    assert!(status.success());
+    leaves_on_ctrl_d(child, &mut keys);
 }
