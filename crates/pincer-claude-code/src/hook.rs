@@ -297,6 +297,15 @@ fn read_input<R: Read>(mut stdin: R) -> Result<Vec<u8>, InputError> {
 
 fn handle<R: Read, F: FnOnce() -> Result<Setup, String>>(ev: Event, stdin: R, setup: F) -> Answer {
     let input = read_input(stdin).and_then(|b| Input::parse(&b, ev.as_str()));
+    dispatch(ev, &input, setup)
+}
+
+/// The event's handler on its parsed input.
+fn dispatch<F: FnOnce() -> Result<Setup, String>>(
+    ev: Event,
+    input: &Result<Input, InputError>,
+    setup: F,
+) -> Answer {
     match ev {
         Event::PreToolUse => pre_tool_use(input, setup),
         Event::SessionStart => session_start(input, setup),
@@ -315,9 +324,9 @@ fn handle<R: Read, F: FnOnce() -> Result<Setup, String>>(ev: Event, stdin: R, se
                 Err(e) => return Answer::error(&format!("{}: {e}", other.as_str())),
             };
             let done = match other {
-                Event::UserPromptSubmit => user_prompt_submit(&input, &setup),
-                Event::PostToolUse => post_tool_use(&input, &setup),
-                _ => session_end(&input, &setup),
+                Event::UserPromptSubmit => user_prompt_submit(input, &setup),
+                Event::PostToolUse => post_tool_use(input, &setup),
+                _ => session_end(input, &setup),
             };
             match done {
                 Ok(()) => Answer::done(),
@@ -342,7 +351,7 @@ fn open_audit(home: &Home) -> Result<std::sync::Arc<Audit>, String> {
 }
 
 fn pre_tool_use<F: FnOnce() -> Result<Setup, String>>(
-    input: Result<Input, InputError>,
+    input: &Result<Input, InputError>,
     setup: F,
 ) -> Answer {
     let setup = setup();
@@ -371,7 +380,7 @@ fn pre_tool_use<F: FnOnce() -> Result<Setup, String>>(
             let why = format!("the hook input is bad: {e}");
             return record_and_answer(
                 Some(&setup),
-                Some(&input),
+                Some(input),
                 Verdict::failure(&why),
                 Some(&why),
             );
@@ -383,26 +392,26 @@ fn pre_tool_use<F: FnOnce() -> Result<Setup, String>>(
             let why = format!("the hook input is bad: {e}");
             return record_and_answer(
                 Some(&setup),
-                Some(&input),
+                Some(input),
                 Verdict::failure(&why),
                 Some(&why),
             );
         }
     };
-    let verdict = match build_judge(&setup, &input) {
+    let verdict = match build_judge(&setup, input) {
         Ok(judge) => judge.judge(&tool, tool_input),
         Err(e) => {
             let why = format!("cannot judge this call: {e}");
             return record_and_answer(
                 Some(&setup),
-                Some(&input),
+                Some(input),
                 Verdict::failure(&why),
                 Some(&why),
             );
         }
     };
     let warning = (verdict.by == "failure").then(|| verdict.reason.clone());
-    record_and_answer(Some(&setup), Some(&input), verdict, warning.as_deref())
+    record_and_answer(Some(&setup), Some(input), verdict, warning.as_deref())
 }
 
 /// The judge for a hook call: the workspace (`[claude_code] workspace`, else
@@ -530,7 +539,7 @@ pub fn rules(judge: &Judge, cfg: &ClaudeCodeConfig) -> String {
 }
 
 fn session_start<F: FnOnce() -> Result<Setup, String>>(
-    input: Result<Input, InputError>,
+    input: &Result<Input, InputError>,
     setup: F,
 ) -> Answer {
     let input = match input {
@@ -543,7 +552,7 @@ fn session_start<F: FnOnce() -> Result<Setup, String>>(
     };
     let mut warnings = Vec::new();
     let cfg = ClaudeCodeConfig::of(&setup.settings);
-    let mut context = match build_judge(&setup, &input) {
+    let mut context = match build_judge(&setup, input) {
         Ok(judge) => rules(&judge, &cfg),
         Err(e) => {
             warnings.push(format!("the rules could not be built: {e}"));
@@ -571,7 +580,7 @@ fn session_start<F: FnOnce() -> Result<Setup, String>>(
         session: input.common.session_id.clone(),
         source: input.opt_string("source").ok().flatten(),
         cwd: input.common.cwd.display().to_string(),
-        workspace: build_judge(&setup, &input)
+        workspace: build_judge(&setup, input)
             .map(|j| j.boundary().workspace().display().to_string())
             .unwrap_or_default(),
         autonomy: setup.settings.core.policy.autonomy,
@@ -671,4 +680,143 @@ fn session_end(input: &Input, setup: &Setup) -> Result<(), String> {
     pincer_runtime::person::consolidate(&setup.home, actor::CLAUDE_CODE)
         .map(|_| ())
         .map_err(|e| format!("the session could not be consolidated into a memory page: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::contract;
+    use std::collections::BTreeSet;
+
+    fn setup_in(dir: &std::path::Path) -> impl FnOnce() -> Result<Setup, String> + use<> {
+        let home = Home::new(dir.join("home"));
+        let project = dir.join("project");
+        move || {
+            std::fs::create_dir_all(&project).map_err(|e| e.to_string())?;
+            home.ensure().map_err(|e| e.to_string())?;
+            Ok(Setup {
+                settings: Settings::defaults(&home.config_path()),
+                home,
+                env: Env::default(),
+                claude: ClaudeEnv {
+                    project_dir: Some(project),
+                    ..ClaudeEnv::default()
+                },
+            })
+        }
+    }
+
+    fn keys(v: &Value, out: &mut BTreeSet<String>) {
+        if let Value::Object(m) = v {
+            for (k, x) in m {
+                out.insert(k.clone());
+                keys(x, out);
+            }
+        }
+    }
+
+    fn set(v: &[String]) -> BTreeSet<String> {
+        v.iter().cloned().collect()
+    }
+
+    /// Every protocol name the code reads or writes is in `contract.json`,
+    /// and every name there is one the code uses.
+    #[test]
+    fn the_code_uses_exactly_the_contracts_names() {
+        let c = contract();
+        assert_eq!(
+            c.events,
+            Event::ALL.map(|e| e.as_str().to_string()).to_vec()
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut written = BTreeSet::new();
+        for ev in Event::ALL {
+            let mut input = json!({
+                "session_id": "s", "transcript_path": "/t", "cwd": dir.path(),
+                "hook_event_name": ev.as_str(),
+                "source": "startup", "prompt": "p", "prompt_id": "id", "reason": "other",
+                "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+                "agent_id": "a", "tool_response": {"stdout": ""}, "duration_ms": 1,
+            });
+            input["cwd"] = json!(dir.path());
+            let parsed = Input::parse(input.to_string().as_bytes(), ev.as_str());
+            let answer = dispatch(ev, &parsed, setup_in(dir.path()));
+            assert_eq!(answer.code, 0, "{ev:?}: {}", answer.stderr);
+            keys(
+                &serde_json::from_str(&answer.stdout).expect("json"),
+                &mut written,
+            );
+            let asked = parsed.expect("parses").asked();
+            let mut want = set(&c.input_fields["common"]);
+            want.extend(set(&c.input_fields[ev.as_str()]));
+            assert_eq!(asked, want, "{ev:?}");
+        }
+        keys(
+            &serde_json::from_str(&fallback(Event::PreToolUse, "x").stdout).expect("json"),
+            &mut written,
+        );
+        assert_eq!(written, set(&c.output_fields));
+        let decisions: Vec<String> = [
+            PermissionDecision::Allow,
+            PermissionDecision::Deny,
+            PermissionDecision::Ask,
+        ]
+        .iter()
+        .map(|d| {
+            serde_json::to_value(d)
+                .expect("value")
+                .as_str()
+                .expect("str")
+                .to_string()
+        })
+        .collect();
+        assert_eq!(decisions, c.permission_decisions);
+        let r = |v: Value| status_of(&v);
+        assert_eq!(
+            r(json!({c.tool_response_fields[0].as_str(): true})),
+            CallStatus::Interrupted
+        );
+        assert_eq!(
+            r(json!({c.tool_response_fields[1].as_str(): true})),
+            CallStatus::Error
+        );
+        assert_eq!(c.tool_response_fields.len(), 2);
+        let env = ClaudeEnv::from_vars(c.environment.iter().map(|n| (n.as_str(), "/x")));
+        assert!(env.project_dir.is_some() && env.config_dir.is_some());
+        assert_eq!(c.environment.len(), 2);
+        for t in c.required_tools() {
+            assert!(c.tool_class(t).is_some(), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_hook_that_cannot_read_its_input_in_time_answers_ask() {
+        struct Never;
+        impl Read for Never {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                // A stdin nobody closes: block past the deadline.
+                std::thread::park();
+                Ok(0)
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = respond_within(
+            Event::PreToolUse,
+            Never,
+            setup_in(dir.path()),
+            Duration::from_millis(200),
+        );
+        assert_eq!(a.code, 0);
+        let v: Value = serde_json::from_str(&a.stdout).expect("json");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+        assert!(a.stdout.contains("no answer within 0.2 s"), "{}", a.stdout);
+        let a = respond_within(
+            Event::SessionEnd,
+            Never,
+            setup_in(dir.path()),
+            Duration::from_millis(50),
+        );
+        assert_eq!(a.code, 1);
+        assert!(a.stderr.contains("no answer within"), "{}", a.stderr);
+    }
 }

@@ -10,6 +10,8 @@
 //! an older pincer.
 
 use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// Largest hook input read (a `Write` of a big file carries the whole
@@ -48,6 +50,9 @@ pub struct Common {
 pub struct Input {
     pub common: Common,
     fields: Map<String, Value>,
+    /// Every field name pincer asked for: the contract test compares them
+    /// with `contract.json`.
+    asked: RefCell<BTreeSet<String>>,
 }
 
 impl Input {
@@ -84,6 +89,7 @@ impl Input {
                 hook_event_name: String::new(),
             },
             fields,
+            asked: RefCell::default(),
         };
         let session_id = input.string("session_id")?;
         if session_id.is_empty() || session_id.chars().count() > MAX_ID_CHARS {
@@ -118,9 +124,19 @@ impl Input {
         Ok(input)
     }
 
+    fn get(&self, field: &str) -> Option<&Value> {
+        self.asked.borrow_mut().insert(field.to_string());
+        self.fields.get(field)
+    }
+
+    /// The names of the fields asked for so far.
+    pub fn asked(&self) -> BTreeSet<String> {
+        self.asked.borrow().clone()
+    }
+
     /// A required string field.
     pub fn string(&self, field: &str) -> Result<String, InputError> {
-        match self.fields.get(field) {
+        match self.get(field) {
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(bad(field, format!("must be a string, not {}", kind(other)))),
             None => Err(bad(field, "is missing")),
@@ -129,7 +145,7 @@ impl Input {
 
     /// An optional string field (absent or null is `None`).
     pub fn opt_string(&self, field: &str) -> Result<Option<String>, InputError> {
-        match self.fields.get(field) {
+        match self.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(other) => Err(bad(field, format!("must be a string, not {}", kind(other)))),
@@ -138,7 +154,7 @@ impl Input {
 
     /// A required object field.
     pub fn object(&self, field: &str) -> Result<&Map<String, Value>, InputError> {
-        match self.fields.get(field) {
+        match self.get(field) {
             Some(Value::Object(m)) => Ok(m),
             Some(other) => Err(bad(
                 field,
@@ -150,12 +166,12 @@ impl Input {
 
     /// Any value (absent is `Null`).
     pub fn value(&self, field: &str) -> &Value {
-        self.fields.get(field).unwrap_or(&Value::Null)
+        self.get(field).unwrap_or(&Value::Null)
     }
 
     /// An optional whole number, 0 or more.
     pub fn opt_u64(&self, field: &str) -> Result<Option<u64>, InputError> {
-        match self.fields.get(field) {
+        match self.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => n
                 .as_u64()

@@ -382,6 +382,40 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_names_are_the_contracts() {
+        fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+            if let serde_json::Value::Object(m) = v {
+                for (k, x) in m {
+                    out.insert(k.clone());
+                    keys(x, out);
+                }
+            }
+            if let serde_json::Value::Array(a) = v {
+                a.iter().for_each(|x| keys(x, out));
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("settings.json");
+        install(&p, Path::new("/bin/true"), Path::new("/h")).expect("install");
+        let mut got = std::collections::BTreeSet::new();
+        let d = doc(&p);
+        keys(&d, &mut got);
+        for ev in Event::ALL {
+            got.remove(ev.as_str());
+        }
+        let c = crate::contract::contract();
+        assert_eq!(got, c.settings_fields.iter().cloned().collect());
+        let h = &d["hooks"]["PreToolUse"][0]["hooks"][0];
+        assert_eq!(
+            vec![
+                h["type"].as_str().unwrap_or_default(),
+                h["onFailure"].as_str().unwrap_or_default()
+            ],
+            c.settings_values
+        );
+    }
+
+    #[test]
     fn the_entry_is_exec_form() {
         let g = group(
             Event::PreToolUse,
