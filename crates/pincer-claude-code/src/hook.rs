@@ -432,11 +432,21 @@ pub fn build_judge(setup: &Setup, input: &Input) -> Result<Judge, String> {
     }
     let tools = pincer_runtime::tools::assessment_tools(&setup.home, &setup.settings, &setup.env)
         .map_err(|e| e.to_string())?;
+    let mut hook_config = Vec::new();
+    for dir in [&workspace, &input.common.cwd] {
+        for name in crate::contract::contract().settings_files.iter() {
+            hook_config.push(dir.join(".claude").join(name));
+        }
+    }
+    if let Ok(user) = crate::install::settings_path(&crate::install::Scope::User, &setup.claude) {
+        hook_config.push(user);
+    }
     let boundary = Boundary::new(
         &workspace,
         &setup.home,
         setup.claude.user_home.as_deref(),
         &input.common.cwd,
+        &hook_config,
     )
     .map_err(|e| format!("cannot resolve the workspace or pincer's home: {e}"))?;
     let policy = &setup.settings.core.policy;

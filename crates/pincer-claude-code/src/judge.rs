@@ -14,6 +14,8 @@
 //! | a write into `PINCER_HOME` or a read or search of a protected entry | `deny` (protected) |
 //! | a `Grep` whose root holds a protected entry | `deny` (protected) |
 //! | a `Bash` word that leads into a protected entry | `deny` (protected) |
+//! | a write to Claude Code's own settings files (where the hooks are) | `deny` (hook_config) |
+//! | a `Bash` word that names one of them, in a command otherwise allowed | `ask` (hook_config) |
 //! | otherwise, by risk: low | `allow` at every level |
 //! | medium or high | `deny` under readonly, `ask` under supervised, `allow` under full |
 //! | denied by a deny list | `deny` at every level |
@@ -41,8 +43,8 @@ const MAX_PATH_WORDS: usize = 64;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub decision: PermissionDecision,
-    /// `policy`, `deny_list`, `boundary`, `protected`, `unknown_tool`,
-    /// `invalid` or `failure`.
+    /// `policy`, `deny_list`, `boundary`, `protected`, `hook_config`,
+    /// `unknown_tool`, `invalid` or `failure`.
     pub by: &'static str,
     pub reason: String,
     pub risk: Option<Risk>,
@@ -234,6 +236,22 @@ impl Judge {
             let state = match &l.place {
                 Place::Protected(p) => p.clone(),
                 Place::PincerHome => self.boundary.home().to_path_buf(),
+                Place::HookConfig(p) => {
+                    if v.decision == PermissionDecision::Allow {
+                        return Verdict {
+                            decision: PermissionDecision::Ask,
+                            by: "hook_config",
+                            reason: format!(
+                                "the command names {}, Claude Code's settings where pincer's hooks are installed; {}",
+                                leads(&word, &l.resolved),
+                                v.reason
+                            ),
+                            risk: v.risk,
+                            subject: Some(json!({"path": word, "resolved": p})),
+                        };
+                    }
+                    continue;
+                }
                 Place::Outside | Place::Inside => continue,
             };
             {
@@ -272,6 +290,14 @@ impl Judge {
                 "protected",
                 format!(
                     "writes {}, in {}: pincer's own state, which no agent may change",
+                    leads(raw, &l.resolved),
+                    p.display()
+                ),
+            ),
+            Place::HookConfig(p) => refuse(
+                "hook_config",
+                format!(
+                    "writes {}: Claude Code's settings, where pincer's hooks are installed; an agent that could change them could turn pincer off ({})",
                     leads(raw, &l.resolved),
                     p.display()
                 ),

@@ -66,6 +66,9 @@ struct Protected {
 pub enum Place {
     /// Into one of pincer's protected entries (the value).
     Protected(PathBuf),
+    /// A Claude Code settings file, where pincer's hooks are installed (the
+    /// value): whoever writes it can turn pincer off.
+    HookConfig(PathBuf),
     /// Into `PINCER_HOME` outside its protected entries and outside the
     /// workspace.
     PincerHome,
@@ -79,7 +82,8 @@ impl Place {
     /// Higher is stricter.
     fn rank(&self) -> u8 {
         match self {
-            Place::Protected(_) => 3,
+            Place::Protected(_) => 4,
+            Place::HookConfig(_) => 3,
             Place::PincerHome => 2,
             Place::Outside => 1,
             Place::Inside => 0,
@@ -102,17 +106,21 @@ pub struct Boundary {
     home: PathBuf,
     home_id: Option<FileId>,
     protected: Vec<Protected>,
+    /// Claude Code's settings files, resolved.
+    hook_config: Vec<PathBuf>,
     user_home: Option<PathBuf>,
     cwd: PathBuf,
 }
 
 impl Boundary {
-    /// `workspace` must exist; `cwd` is the hook's (absolute) directory.
+    /// `workspace` must exist; `cwd` is the hook's (absolute) directory;
+    /// `hook_config` the Claude Code settings files that hold pincer's hooks.
     pub fn new(
         workspace: &Path,
         home: &Home,
         user_home: Option<&Path>,
         cwd: &Path,
+        hook_config: &[PathBuf],
     ) -> io::Result<Boundary> {
         let workspace = std::fs::canonicalize(workspace)?;
         let home_path = resolve(&absolute(home.root(), cwd))?;
@@ -127,11 +135,16 @@ impl Boundary {
                 path,
             });
         }
+        let hook_config = hook_config
+            .iter()
+            .map(|p| resolve(&absolute(p, cwd)))
+            .collect::<io::Result<Vec<_>>>()?;
         Ok(Boundary {
             workspace,
             home: home_path,
             home_id,
             protected,
+            hook_config,
             user_home: user_home.map(Path::to_path_buf),
             cwd: cwd.to_path_buf(),
         })
@@ -207,6 +220,9 @@ impl Boundary {
         }
         if let Some(p) = self.protected_by_identity(resolved) {
             return Place::Protected(p);
+        }
+        if let Some(p) = self.hook_config.iter().find(|p| resolved == p.as_path()) {
+            return Place::HookConfig(p.clone());
         }
         let in_home = resolved.starts_with(&self.home) || self.under_home_by_identity(resolved);
         let in_workspace = resolved.starts_with(&self.workspace);
@@ -476,7 +492,9 @@ mod tests {
     }
 
     fn boundary(f: &Fixture) -> Boundary {
-        Boundary::new(&f.project, &f.home, Some(&f.user), &f.project).expect("boundary")
+        let settings = f.project.join(".claude/settings.json");
+        Boundary::new(&f.project, &f.home, Some(&f.user), &f.project, &[settings])
+            .expect("boundary")
     }
 
     fn place(b: &Boundary, raw: &str) -> Place {
@@ -501,6 +519,14 @@ mod tests {
             place(&b, &f.home.root().join("other").display().to_string()),
             Place::PincerHome
         );
+        assert!(matches!(
+            place(&b, ".claude/settings.json"),
+            Place::HookConfig(_)
+        ));
+        assert!(matches!(
+            place(&b, "src/../.claude/./settings.json"),
+            Place::HookConfig(_)
+        ));
         assert!(b.locate("").is_err());
         assert!(b.locate("a\0b").is_err());
     }

@@ -578,7 +578,7 @@ pub struct ClaudePreToolUse {
     pub autonomy: Option<Autonomy>,
     pub decision: PermissionDecision,
     /// What decided: `policy`, `deny_list`, `boundary`, `protected`,
-    /// `unknown_tool`, `invalid` or `failure`.
+    /// `hook_config`, `unknown_tool`, `invalid` or `failure`.
     pub by: String,
     pub reason: String,
     /// What the call touches (the resolved path of a file tool).

@@ -65,12 +65,16 @@ fn run_as_claude(fx: &Fx, exe: &Path, args: &[&str], stdin: &str, envs: &[(&str,
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawn");
-    child
+    // A hook that answers without reading (an event pincer does not
+    // handle) closes its stdin: that is not the test's failure.
+    if let Err(e) = child
         .stdin
         .take()
         .expect("stdin")
         .write_all(stdin.as_bytes())
-        .expect("write");
+    {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     let o = child.wait_with_output().expect("wait");
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     Ran {
@@ -481,6 +485,33 @@ fn shell_commands_that_reach_pincers_state_or_the_system_are_caught() {
     let (d, _) = pre(&fx, "Bash", json!({"command": ["rm", "-rf", "/"]}));
     assert_eq!(d, "deny");
     verifies(&fx);
+}
+
+#[test]
+fn claude_codes_own_settings_cannot_be_rewritten_to_drop_pincer() {
+    let fx = fx();
+    set_autonomy(&fx, "full");
+    std::fs::create_dir_all(fx.project.join(".claude")).expect("mkdir");
+    for path in [
+        ".claude/settings.json",
+        "src/../.claude/settings.local.json",
+        "~/.claude/settings.json",
+    ] {
+        let (d, reason) = pre(&fx, "Write", json!({"file_path": path, "content": "{}"}));
+        assert_eq!(d, "deny", "{path}: {reason}");
+        assert!(reason.contains("pincer's hooks are installed"), "{reason}");
+    }
+    let (d, reason) = pre(
+        &fx,
+        "Bash",
+        json!({"command": "echo '{}' > .claude/settings.json"}),
+    );
+    assert_eq!(d, "ask", "{reason}");
+    assert_eq!(trail(&fx).pop().unwrap()["data"]["by"], "hook_config");
+    assert_eq!(
+        pre(&fx, "Read", json!({"file_path": ".claude/settings.json"})).0,
+        "allow"
+    );
 }
 
 #[test]
