@@ -562,8 +562,13 @@ fn session_start<F: FnOnce() -> Result<Setup, String>>(
     };
     let mut warnings = Vec::new();
     let cfg = ClaudeCodeConfig::of(&setup.settings);
-    let mut context = match build_judge(&setup, input) {
-        Ok(judge) => rules(&judge, &cfg),
+    let judge = build_judge(&setup, input);
+    let workspace = judge
+        .as_ref()
+        .map(|j| j.boundary().workspace().display().to_string())
+        .unwrap_or_default();
+    let mut context = match &judge {
+        Ok(judge) => rules(judge, &cfg),
         Err(e) => {
             warnings.push(format!("the rules could not be built: {e}"));
             format!(
@@ -590,9 +595,7 @@ fn session_start<F: FnOnce() -> Result<Setup, String>>(
         session: input.common.session_id.clone(),
         source: input.opt_string("source").ok().flatten(),
         cwd: input.common.cwd.display().to_string(),
-        workspace: build_judge(&setup, input)
-            .map(|j| j.boundary().workspace().display().to_string())
-            .unwrap_or_default(),
+        workspace,
         autonomy: setup.settings.core.policy.autonomy,
         context_chars: context.chars().count(),
         warnings: warnings.clone(),
