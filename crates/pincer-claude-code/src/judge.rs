@@ -138,6 +138,11 @@ impl Judge {
             );
         };
         let text = |field: &str| match input.get(field) {
+            Some(Value::String(s)) if s.is_empty() || s.contains('\0') => Err(Verdict::new(
+                PermissionDecision::Deny,
+                "invalid",
+                format!("`{tool}`'s `{field}` is empty or holds a NUL byte"),
+            )),
             Some(Value::String(s)) => Ok(s.as_str()),
             Some(_) => Err(Verdict::new(
                 PermissionDecision::Deny,

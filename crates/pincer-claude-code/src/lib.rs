@@ -10,7 +10,7 @@
 //! pincer's own tool assessments and `gate::explain`, and [`paths`], the
 //! workspace boundary and pincer's protected state), the `[claude_code]`
 //! section of `config.toml` ([`config`]), editing Claude Code's
-//! `settings.json` ([`install`]) and the hook points `doctor` reports
+//! `settings.json` ([`mod@install`]) and the hook points `doctor` reports
 //! ([`status`]).
 //!
 //! It builds nothing of an agent itself: the tools, the workspace rules,

@@ -226,9 +226,14 @@ impl Boundary {
         }
         let in_home = resolved.starts_with(&self.home) || self.under_home_by_identity(resolved);
         let in_workspace = resolved.starts_with(&self.workspace);
+        // A workspace inside the home (pincer's own default workspace) is
+        // the workspace; a workspace that holds the home (Claude Code run
+        // in `~`) does not make the home part of it.
+        let workspace_in_home = self.workspace.starts_with(&self.home);
         match (in_home, in_workspace) {
-            (true, false) => Place::PincerHome,
-            (_, true) => Place::Inside,
+            (true, true) if workspace_in_home => Place::Inside,
+            (true, _) => Place::PincerHome,
+            (false, true) => Place::Inside,
             (false, false) => Place::Outside,
         }
     }
@@ -597,6 +602,20 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_that_holds_the_home_does_not_open_it() {
+        let f = fixture();
+        let b = Boundary::new(&f.user, &f.home, Some(&f.user), &f.user, &[]).expect("boundary");
+        assert_eq!(place(&b, ".pincer/new-file"), Place::PincerHome);
+        assert_eq!(place(&b, "project/x"), Place::Inside);
+        let ws = f.home.root().join("workspace");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let b = Boundary::new(&ws, &f.home, Some(&f.user), &ws, &[]).expect("boundary");
+        assert_eq!(place(&b, "notes.md"), Place::Inside);
+        assert_eq!(place(&b, "../other"), Place::PincerHome);
+        assert!(matches!(place(&b, "../config.toml"), Place::Protected(_)));
+    }
+
+    #[test]
     fn protected_beneath_a_search_root() {
         let f = fixture();
         let b = boundary(&f);
@@ -624,13 +643,25 @@ mod tests {
     proptest::proptest! {
         /// Resolution agrees with the kernel on every path that exists.
         #[test]
-        fn resolve_agrees_with_canonicalize(names in proptest::collection::vec("[ab.]{1,3}", 1..6)) {
+        fn resolve_agrees_with_canonicalize(
+            names in proptest::collection::vec(
+                proptest::sample::select(vec!["a", "b", "up", "..", ".", "nope"]),
+                1..7,
+            )
+        ) {
             let f = fixture();
             std::fs::create_dir_all(f.project.join("a/b")).expect("mkdir");
             symlink("../a", f.project.join("a/b/up")).expect("symlink");
             let p = names.iter().fold(f.project.clone(), |p, n| p.join(n));
-            if let Ok(real) = std::fs::canonicalize(&p) {
-                proptest::prop_assert_eq!(resolve(&p).expect("resolves"), real);
+            match std::fs::canonicalize(&p) {
+                Ok(real) => proptest::prop_assert_eq!(resolve(&p).expect("resolves"), real),
+                // Where the kernel finds nothing, the resolution still ends
+                // under the real directory of the deepest part that exists.
+                Err(_) => {
+                    let r = resolve(&p).expect("resolves");
+                    proptest::prop_assert!(r.is_absolute());
+                    proptest::prop_assert!(!r.components().any(|c| c == Component::ParentDir));
+                }
             }
         }
     }

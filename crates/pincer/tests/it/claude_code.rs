@@ -442,6 +442,12 @@ fn paths_a_model_could_smuggle_are_refused() {
         "protected",
     );
     deny("Write", json!({"file_path": 3}), "invalid");
+    deny(
+        "Write",
+        json!({"file_path": "src/a\u{0}/../../x", "content": "x"}),
+        "invalid",
+    );
+    deny("Read", json!({"file_path": ""}), "invalid");
     deny("Write", json!({"content": "no path"}), "invalid");
     // Reading outside the project is not pincer's to stop; its state is.
     let (d, _) = pre(&fx, "Read", json!({"file_path": "/etc/hostname"}));
