@@ -5,6 +5,8 @@
 //! - `human:cli` — a person at pincer's command line, outside any sandbox;
 //! - `human:terminal` — the person at the agent's own terminal prompt;
 //! - `agent:ID` — an agent acting through the gate (`[agent] agent_id`);
+//! - `agent:claude-code` — Claude Code, governed through its hooks
+//!   (`pincer hook claude-code`);
 //! - `hook:NAME` — a configured hook's verdict;
 //! - `system` — pincer itself (config loads, timeouts, repairs).
 
@@ -16,6 +18,9 @@ pub const HUMAN_TERMINAL: &str = "human:terminal";
 pub const SYSTEM: &str = "system";
 /// The prefix of an agent's actor.
 pub const AGENT_PREFIX: &str = "agent:";
+
+/// Claude Code, as its hooks report it to pincer.
+pub const CLAUDE_CODE: &str = "agent:claude-code";
 
 /// The actor of the agent `id`.
 pub fn agent(id: &str) -> String {

@@ -54,7 +54,8 @@
 //! why), `tool.call` (the outcome, with the arguments of the same call's
 //! gate decision when it is in the range), `approval.answer`, `audit.note`
 //! (operator notes verbatim; a reanchor note with its reason),
-//! `policy.change` (the keys that changed), `config.load`. An entry of one
+//! `policy.change` (the keys that changed), `config.load`, and the five
+//! `claude.*` kinds of Claude Code's hook points. An entry of one
 //! of those kinds whose data lacks the fields a line needs is counted, not
 //! guessed at. Text from the trail is escaped to one line: `\` becomes `\\`,
 //! newline, carriage return and tab become `\n`, `\r`, `\t`, and any other
@@ -104,8 +105,9 @@
 //! duplicating pages, as long as the pages and records are still there.
 
 use pincer_core::audit::schema::{
-    ApprovalAnswered, AuditNote, ConfigLoad, GateDecision, Kind, MemoryConsolidate, MemoryWrite,
-    Outcome, PolicyChange, ToolCallDone,
+    ApprovalAnswered, AuditNote, ClaudePostToolUse, ClaudePreToolUse, ClaudePrompt,
+    ClaudeSessionEnd, ClaudeSessionStart, ConfigLoad, GateDecision, Kind, MemoryConsolidate,
+    MemoryWrite, Outcome, PolicyChange, ToolCallDone,
 };
 use pincer_core::audit::{Audit, AuditError, Defect, Entry, GENESIS, validate_label};
 use pincer_core::canonical::to_canonical_string;
@@ -716,6 +718,11 @@ fn summarise(e: &Entry, args: &HashMap<(String, String), Value>) -> Option<Strin
                 (true, None) => format!("loaded the configuration {path}"),
             }
         }
+        Kind::ClaudeSessionStart
+        | Kind::ClaudePrompt
+        | Kind::ClaudePreToolUse
+        | Kind::ClaudePostToolUse
+        | Kind::ClaudeSessionEnd => claude_line(e)?,
         _ => return None,
     };
     Some(format!(
@@ -724,6 +731,55 @@ fn summarise(e: &Entry, args: &HashMap<(String, String), Value>) -> Option<Strin
         minute(e.ts),
         escape(&e.actor, MAX_VALUE_CHARS)
     ))
+}
+
+/// The entries of Claude Code's hook points (`pincer hook claude-code`).
+fn claude_line(e: &Entry) -> Option<String> {
+    let session = |s: &str| escape(s.get(..8).unwrap_or(s), 8);
+    Some(match e.known_kind()? {
+        Kind::ClaudeSessionStart => {
+            let s = e.payload::<ClaudeSessionStart>()?.ok()?;
+            let mut line = format!(
+                "Claude Code session {} started in {}",
+                session(&s.session),
+                escape(&s.cwd, MAX_VALUE_CHARS)
+            );
+            push_paren(&mut line, s.source.as_deref());
+            line
+        }
+        Kind::ClaudePrompt => {
+            let p = e.payload::<ClaudePrompt>()?.ok()?;
+            format!("prompt: {}", escape(&p.prompt, MAX_VALUE_CHARS))
+        }
+        Kind::ClaudePreToolUse => {
+            let d = e.payload::<ClaudePreToolUse>()?.ok()?;
+            let mut line = format!(
+                "Claude Code asked to run {} {}: {} by {}",
+                escape(&d.tool, MAX_VALUE_CHARS),
+                json_text(&d.arguments),
+                d.decision.as_str(),
+                escape(&d.by, MAX_VALUE_CHARS)
+            );
+            push_paren(&mut line, Some(&d.reason));
+            line
+        }
+        Kind::ClaudePostToolUse => {
+            let r = e.payload::<ClaudePostToolUse>()?.ok()?;
+            format!(
+                "Claude Code ran {}: {} ({} bytes of output)",
+                escape(&r.tool, MAX_VALUE_CHARS),
+                r.status.as_str(),
+                r.response_bytes
+            )
+        }
+        Kind::ClaudeSessionEnd => {
+            let s = e.payload::<ClaudeSessionEnd>()?.ok()?;
+            let mut line = format!("Claude Code session {} ended", session(&s.session));
+            push_paren(&mut line, s.reason.as_deref());
+            line
+        }
+        _ => return None,
+    })
 }
 
 /// ` (text)`, escaped, when there is a text.

@@ -29,7 +29,7 @@ pub mod tools;
 pub use env::Env;
 pub use prompt::Prompt;
 pub use providers::ProviderChoice;
-pub use settings::{Settings, default_config_toml};
+pub use settings::{FrontEndSection, Settings, default_config_toml, default_config_toml_with};
 
 use pincer_core::agent::{Agent, AgentError, AgentEvent, AgentSettings, Conversation, TurnOutcome};
 use pincer_core::approvals::{ApprovalQueue, Approver, Pending, QueueApprover};

@@ -1,9 +1,11 @@
 //! `config.toml`, read once and validated whole when pincer starts: each
 //! section by the crate that owns it (`[session]`, `[context]`, `[agent]`,
 //! `[policy]`, `[[hooks]]` by pincer-core; `[providers.NAME]` by
-//! pincer-providers; `[shell]` by pincer-tools; `[hardware]` by pincer-hw),
-//! every error naming the file,
-//! the line and the key. A top-level key no crate owns is an error too.
+//! pincer-providers; `[shell]` by pincer-tools; `[hardware]` by pincer-hw;
+//! a front-end's own section, such as the Claude Code adapter's
+//! `[claude_code]`, by that front-end, which the binary passes in as a
+//! [`FrontEndSection`]), every error naming the file, the line and the key.
+//! A top-level key no crate owns is an error too.
 
 use pincer_core::canonical::sha256_hex;
 use pincer_core::config::{Config, ConfigError, Source};
@@ -11,7 +13,26 @@ use pincer_hw::{HardwareConfig, HwError};
 use pincer_providers::config::{self as providers, ContextDefaults, ProviderConfig};
 use pincer_tools::ShellConfig;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A top-level section owned by a crate above the runtime: a front-end such
+/// as the Claude Code adapter (`[claude_code]`), which depends on the
+/// runtime and so cannot be called by it. The binary that includes the
+/// front-end passes its section to [`Settings::load_with`], so the file is
+/// still validated whole when pincer starts; a build without that
+/// front-end does not know the section and says so.
+#[derive(Debug, Clone, Copy)]
+pub struct FrontEndSection {
+    /// The top-level key (`claude_code`).
+    pub name: &'static str,
+    /// Validates the section in the file (absent means its defaults) and
+    /// returns its value, which the owner reads back from
+    /// [`Settings::front_end`].
+    pub parse: fn(&Source<'_>) -> Result<serde_json::Value, ConfigError>,
+    /// Its commented text in `pincer init`'s file.
+    pub example_toml: &'static str,
+}
 
 /// The whole validated configuration.
 #[derive(Debug, Clone, Serialize)]
@@ -29,14 +50,19 @@ pub struct Settings {
     pub shell: ShellConfig,
     #[serde(skip)]
     pub hardware: HardwareConfig,
+    /// The validated value of each [`FrontEndSection`] the binary passed.
+    #[serde(skip)]
+    pub front_ends: BTreeMap<&'static str, serde_json::Value>,
 }
 
-/// Every top-level table pincer reads, and who owns it.
-fn sections() -> Vec<&'static str> {
+/// Every top-level table pincer reads, and who owns it: the runtime's
+/// crates, then the front-ends the binary includes.
+fn sections(front_ends: &[FrontEndSection]) -> Vec<&'static str> {
     let mut all: Vec<&str> = pincer_core::config::SECTIONS.to_vec();
     all.push(providers::SECTION);
     all.push(pincer_tools::config::SECTION);
     all.push("hardware");
+    all.extend(front_ends.iter().map(|f| f.name));
     all
 }
 
@@ -51,22 +77,34 @@ impl Settings {
             providers: Vec::new(),
             shell: ShellConfig::default(),
             hardware: HardwareConfig::default(),
+            front_ends: BTreeMap::new(),
         }
     }
 
     /// Loads `path`; a missing file is the default configuration.
     pub fn load(path: &Path) -> Result<Settings, ConfigError> {
+        Settings::load_with(path, &[])
+    }
+
+    /// [`Settings::load`], with the sections of the front-ends the binary
+    /// includes; each is parsed (from the file, or its defaults when there
+    /// is no file) and kept in [`Settings::front_ends`].
+    pub fn load_with(path: &Path, front_ends: &[FrontEndSection]) -> Result<Settings, ConfigError> {
         match std::fs::read(path) {
             Ok(bytes) => {
                 let text = String::from_utf8(bytes).map_err(|_| ConfigError::Io {
                     path: path.to_path_buf(),
                     message: "is not UTF-8 text".into(),
                 })?;
-                let mut s = Settings::parse(&text, path)?;
+                let mut s = Settings::parse_with(&text, path, front_ends)?;
                 s.sha256 = Some(sha256_hex(text.as_bytes()));
                 Ok(s)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::defaults(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut s = Settings::defaults(path);
+                s.front_ends = parse_front_ends(&Source::new("", path), front_ends)?;
+                Ok(s)
+            }
             Err(e) => Err(ConfigError::Io {
                 path: path.to_path_buf(),
                 message: e.to_string(),
@@ -76,8 +114,18 @@ impl Settings {
 
     /// Parses and validates TOML text; `path` names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Settings, ConfigError> {
+        Settings::parse_with(text, path, &[])
+    }
+
+    /// [`Settings::parse`] with the sections of the front-ends the binary
+    /// includes.
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        front_ends: &[FrontEndSection],
+    ) -> Result<Settings, ConfigError> {
         let src = Source::new(text, path);
-        check_top_level(&src)?;
+        check_top_level(&src, front_ends)?;
         let core = Config::parse(&src)?;
         let providers = providers::parse_section(
             &src,
@@ -104,6 +152,7 @@ impl Settings {
             providers,
             shell,
             hardware,
+            front_ends: parse_front_ends(&src, front_ends)?,
         })
     }
 
@@ -111,11 +160,27 @@ impl Settings {
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
         self.providers.iter().find(|p| p.name == name)
     }
+
+    /// The validated value of the front-end section `name`, if the binary
+    /// passed that section when it loaded the file.
+    pub fn front_end(&self, name: &str) -> Option<&serde_json::Value> {
+        self.front_ends.get(name)
+    }
 }
 
-fn check_top_level(src: &Source<'_>) -> Result<(), ConfigError> {
+fn parse_front_ends(
+    src: &Source<'_>,
+    front_ends: &[FrontEndSection],
+) -> Result<BTreeMap<&'static str, serde_json::Value>, ConfigError> {
+    front_ends
+        .iter()
+        .map(|f| Ok((f.name, (f.parse)(src)?)))
+        .collect()
+}
+
+fn check_top_level(src: &Source<'_>, front_ends: &[FrontEndSection]) -> Result<(), ConfigError> {
     let doc = toml::de::DeTable::parse(src.text).map_err(|e| src.parse_error(e))?;
-    let known = sections();
+    let known = sections(front_ends);
     for (key, _) in doc.get_ref().iter() {
         let name: &str = key.get_ref();
         if !known.contains(&name) {
@@ -149,13 +214,23 @@ fn parse_hardware(src: &Source<'_>) -> Result<HardwareConfig, ConfigError> {
 /// The file `pincer init` writes: every key, commented, at its default,
 /// each section's text from the crate that owns it.
 pub fn default_config_toml() -> String {
-    [
+    default_config_toml_with(&[])
+}
+
+/// [`default_config_toml`] with the sections of the front-ends the binary
+/// includes.
+pub fn default_config_toml_with(front_ends: &[FrontEndSection]) -> String {
+    let mut text = [
         pincer_core::config::DEFAULT_TOML,
         providers::EXAMPLE_TOML,
         pincer_tools::config::EXAMPLE_TOML,
         pincer_hw::config::EXAMPLE_TOML,
     ]
-    .concat()
+    .concat();
+    for f in front_ends {
+        text.push_str(f.example_toml);
+    }
+    text
 }
 
 #[cfg(test)]
@@ -182,6 +257,46 @@ mod tests {
         assert_eq!(s.core, Config::default());
         assert!(s.providers.is_empty());
         assert_eq!(s.shell, ShellConfig::default());
+    }
+
+    fn parse_demo(src: &Source<'_>) -> Result<serde_json::Value, ConfigError> {
+        #[derive(serde::Deserialize)]
+        struct Doc {
+            demo: Option<toml::Value>,
+        }
+        let doc: Doc = src.raw()?;
+        match doc.demo.as_ref().and_then(|d| d.get("level")) {
+            None => Ok(serde_json::json!({"level": 1})),
+            Some(toml::Value::Integer(n)) if *n > 0 => Ok(serde_json::json!({"level": n})),
+            Some(_) => Err(src.invalid_at("demo.level", "must be a whole number above 0")),
+        }
+    }
+
+    const DEMO: FrontEndSection = FrontEndSection {
+        name: "demo",
+        parse: parse_demo,
+        example_toml: "\n# [demo]\n# level = 1\n",
+    };
+
+    #[test]
+    fn a_front_end_section_is_validated_by_its_owner_with_its_line() {
+        let p = Path::new("/h/config.toml");
+        let s = Settings::parse_with("[demo]\nlevel = 3\n", p, &[DEMO]).expect("parses");
+        assert_eq!(s.front_end("demo"), Some(&serde_json::json!({"level": 3})));
+        let e = Settings::parse_with("[session]\n\n[demo]\nlevel = 0\n", p, &[DEMO])
+            .expect_err("refused");
+        assert!(e.to_string().contains("config.toml:4"), "{e}");
+        assert!(e.to_string().contains("demo.level"), "{e}");
+        // A build without the front-end does not know the section.
+        let e = Settings::parse("[demo]\nlevel = 3\n", p).expect_err("unknown");
+        assert!(e.to_string().contains("not a section"), "{e}");
+        // No file: the owner's defaults.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Settings::load_with(&dir.path().join("none.toml"), &[DEMO]).expect("defaults");
+        assert_eq!(s.front_end("demo"), Some(&serde_json::json!({"level": 1})));
+        assert!(default_config_toml_with(&[DEMO]).ends_with("# level = 1\n"));
+        let s = Settings::parse(&default_config_toml_with(&[DEMO]), p).expect("commented");
+        assert!(s.front_end("demo").is_none());
     }
 
     #[test]

@@ -182,6 +182,20 @@ pub struct AgentProvider {
     pub detected: Option<ProbeReport>,
 }
 
+/// A part of the report that a front-end above the runtime adds (the
+/// Claude Code adapter's hook points): the binary that includes the
+/// front-end asks it and calls [`Report::add_front_end`], so every
+/// renderer of the report (`doctor`, `status`, a gateway) shows the same.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrontEnd {
+    /// Its name (`claude_code`).
+    pub name: &'static str,
+    /// One line for the text report.
+    pub summary: String,
+    /// Its own fields, for `--json`.
+    pub detail: serde_json::Value,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -205,9 +219,19 @@ pub struct Report {
     pub agent_provider: Part<AgentProvider>,
     pub providers: Vec<ProviderStatus>,
     pub skills: Vec<String>,
+    /// What the front-ends built into this binary report.
+    pub front_ends: Vec<FrontEnd>,
 }
 
 impl Report {
+    /// Adds a front-end's part with its errors and warnings.
+    pub fn add_front_end(&mut self, part: FrontEnd, errors: Vec<String>, warnings: Vec<String>) {
+        self.errors.extend(errors);
+        self.warnings.extend(warnings);
+        self.ok = self.errors.is_empty();
+        self.front_ends.push(part);
+    }
+
     /// The first screen (`pincer status`): the same values, fewer parts.
     pub fn status(&self) -> serde_json::Value {
         serde_json::json!({
@@ -224,6 +248,7 @@ impl Report {
             "memory": self.memory,
             "hardware": self.hardware,
             "sandbox": self.sandbox,
+            "front_ends": self.front_ends,
         })
     }
 }
@@ -309,6 +334,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
         agent_provider,
         providers,
         skills,
+        front_ends: Vec::new(),
     }
 }
 

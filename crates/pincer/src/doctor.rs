@@ -16,7 +16,11 @@ fn build(ctx: &Ctx, depth: Depth) -> Result<Report> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    Ok(rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env, depth)))
+    #[allow(unused_mut)] // without a front-end feature nothing is added
+    let mut report = rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env, depth));
+    #[cfg(feature = "claude-code")]
+    crate::hook_cmd::add_status(ctx, &mut report);
+    Ok(report)
 }
 
 fn exit(r: &Report) -> ExitCode {
@@ -127,6 +131,14 @@ fn summary(o: &mut String, r: &Report) {
             if h.agent_tools { "on" } else { "off" }
         ))
     );
+    for f in &r.front_ends {
+        let _ = writeln!(
+            o,
+            "{:<10} {}",
+            format!("{}:", f.name.replace('_', " ")),
+            terminal_safe(&f.summary)
+        );
+    }
 }
 
 fn sandbox_line(s: &status::Sandbox) -> String {

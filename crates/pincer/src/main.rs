@@ -8,6 +8,8 @@ mod approvals_cmd;
 mod audit_cmd;
 mod demo;
 mod doctor;
+#[cfg(feature = "claude-code")]
+mod hook_cmd;
 mod hw_cmd;
 #[cfg(feature = "membench")]
 mod membench_cmd;
@@ -19,12 +21,13 @@ mod session_cmd;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use pincer_core::home::Home;
-use pincer_runtime::{Env, Settings, default_config_toml};
+use pincer_runtime::{Env, FrontEndSection, Settings, default_config_toml_with};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The features this binary was built with, as `--version` names them.
 const FEATURES: &[(&str, bool)] = &[
+    ("claude-code", cfg!(feature = "claude-code")),
     ("fts5", cfg!(feature = "fts5")),
     ("membench", cfg!(feature = "membench")),
 ];
@@ -176,6 +179,12 @@ enum Command {
     /// and pincer's strategies side by side, HitRate per category.
     #[cfg(feature = "membench")]
     Membench(membench_cmd::MembenchArgs),
+    /// Hooks of other agents that pincer governs: `pincer hook claude-code
+    /// EVENT` answers a Claude Code hook (JSON on stdin), `install` and
+    /// `uninstall` edit .claude/settings.json.
+    #[cfg(feature = "claude-code")]
+    #[command(subcommand)]
+    Hook(hook_cmd::HookCmd),
 }
 
 /// Everything the commands need from the environment and the config file,
@@ -185,9 +194,22 @@ pub struct Ctx {
     pub home: Home,
     pub settings: Settings,
     pub env: Env,
+    #[cfg(feature = "claude-code")]
+    pub claude: pincer_claude_code::ClaudeEnv,
 }
 
-fn default_home() -> Result<PathBuf> {
+/// The config sections of the front-ends built into this binary, each
+/// validated by the crate that owns it.
+pub fn front_end_sections() -> Vec<FrontEndSection> {
+    [
+        #[cfg(feature = "claude-code")]
+        pincer_claude_code::SECTION,
+    ]
+    .into_iter()
+    .collect()
+}
+
+pub fn default_home() -> Result<PathBuf> {
     if let Some(h) = std::env::var_os("PINCER_HOME") {
         if h.is_empty() {
             anyhow::bail!("PINCER_HOME is set but empty; unset it or name a directory");
@@ -200,18 +222,21 @@ fn default_home() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".pincer"))
 }
 
-fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
+pub fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
     let home = Home::new(match home {
         Some(h) => h,
         None => default_home()?,
     });
     home.ensure()
         .with_context(|| format!("cannot create {}", home.root().display()))?;
-    let settings = Settings::load(&home.config_path())?;
+    let settings = Settings::load_with(&home.config_path(), &front_end_sections())?;
+    let vars: Vec<_> = std::env::vars_os().collect();
     Ok(Ctx {
         home,
         settings,
-        env: Env::from_vars(std::env::vars_os()),
+        env: Env::from_vars(vars.iter().cloned()),
+        #[cfg(feature = "claude-code")]
+        claude: pincer_claude_code::ClaudeEnv::from_vars(vars),
     })
 }
 
@@ -262,7 +287,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     path.display()
                 );
             }
-            pincer_core::fsutil::write_atomic(&path, default_config_toml().as_bytes())
+            let text = default_config_toml_with(&front_end_sections());
+            pincer_core::fsutil::write_atomic(&path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             if json {
                 println!("{}", serde_json::json!({ "wrote": path }));
@@ -325,6 +351,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
         #[cfg(feature = "membench")]
         Command::Membench(args) => membench_cmd::run(args),
+        #[cfg(feature = "claude-code")]
+        Command::Hook(cmd) => hook_cmd::run(cli.home, cmd),
     }
 }
 

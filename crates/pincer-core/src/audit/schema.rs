@@ -37,6 +37,11 @@ pub enum Kind {
     MemoryConsolidate,
     MemoryForget,
     ProviderFallback,
+    ClaudeSessionStart,
+    ClaudePrompt,
+    ClaudePreToolUse,
+    ClaudePostToolUse,
+    ClaudeSessionEnd,
 }
 
 impl Kind {
@@ -59,6 +64,11 @@ impl Kind {
         Kind::MemoryConsolidate,
         Kind::MemoryForget,
         Kind::ProviderFallback,
+        Kind::ClaudeSessionStart,
+        Kind::ClaudePrompt,
+        Kind::ClaudePreToolUse,
+        Kind::ClaudePostToolUse,
+        Kind::ClaudeSessionEnd,
     ];
 
     /// The name stored in an entry's `kind` field.
@@ -82,6 +92,11 @@ impl Kind {
             Kind::MemoryConsolidate => "memory.consolidate",
             Kind::MemoryForget => "memory.forget",
             Kind::ProviderFallback => "provider.fallback",
+            Kind::ClaudeSessionStart => "claude.session_start",
+            Kind::ClaudePrompt => "claude.prompt",
+            Kind::ClaudePreToolUse => "claude.pre_tool_use",
+            Kind::ClaudePostToolUse => "claude.post_tool_use",
+            Kind::ClaudeSessionEnd => "claude.session_end",
         }
     }
 
@@ -110,6 +125,11 @@ impl Kind {
             Kind::MemoryConsolidate => "a consolidation page was committed",
             Kind::MemoryForget => "a memory page was removed",
             Kind::ProviderFallback => "a provider failed and the next one was tried",
+            Kind::ClaudeSessionStart => "a Claude Code session started under pincer's hooks",
+            Kind::ClaudePrompt => "a prompt a person gave Claude Code",
+            Kind::ClaudePreToolUse => "pincer's answer to a Claude Code tool call, before it runs",
+            Kind::ClaudePostToolUse => "how a Claude Code tool call ended",
+            Kind::ClaudeSessionEnd => "a Claude Code session ended",
         }
     }
 
@@ -557,6 +577,125 @@ pub struct ProviderFallback {
 }
 payload!(ProviderFallback, ProviderFallback);
 
+// Claude Code's hook points (`pincer hook claude-code EVENT`): one kind
+// per hook event pincer handles, family `claude`, actor `agent:claude-code`.
+// `session` is Claude Code's `session_id`, `tool_use_id` its id of the call.
+
+/// What pincer answered Claude Code's PreToolUse hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionDecision {
+    /// The call runs without Claude Code asking anyone.
+    Allow,
+    /// Refused; the reason goes back to the model.
+    Deny,
+    /// Claude Code asks its user, showing the reason.
+    Ask,
+}
+
+impl PermissionDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionDecision::Allow => "allow",
+            PermissionDecision::Deny => "deny",
+            PermissionDecision::Ask => "ask",
+        }
+    }
+}
+
+/// A Claude Code session started (SessionStart) and was given pincer's
+/// rules and handoff (`claude.session_start`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudeSessionStart {
+    pub session: String,
+    /// `startup`, `resume`, `clear`, `compact`…, as Claude Code says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub cwd: String,
+    /// The directory pincer judges writes against.
+    #[serde(default)]
+    pub workspace: String,
+    pub autonomy: Autonomy,
+    /// Characters of context handed to the session.
+    #[serde(default)]
+    pub context_chars: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+payload!(ClaudeSessionStart, ClaudeSessionStart);
+
+/// A prompt a person (or Claude Code) submitted (`claude.prompt`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudePrompt {
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
+    /// The prompt, cut to its first characters when long.
+    pub prompt: String,
+    pub prompt_bytes: usize,
+    /// SHA-256 of the whole prompt.
+    pub prompt_sha256: String,
+}
+payload!(ClaudePrompt, ClaudePrompt);
+
+/// pincer's answer to a tool call Claude Code was about to make
+/// (`claude.pre_tool_use`), written before the answer is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudePreToolUse {
+    pub session: String,
+    #[serde(default)]
+    pub tool_use_id: String,
+    pub tool: String,
+    /// Whole when small, else `{sha256, bytes, prefix}`.
+    #[serde(default)]
+    pub arguments: Value,
+    /// Absent when the call was never judged (an internal failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonomy: Option<Autonomy>,
+    pub decision: PermissionDecision,
+    /// What decided: `policy`, `deny_list`, `boundary`, `protected`,
+    /// `hook_config`, `unknown_tool`, `invalid` or `failure`.
+    pub by: String,
+    pub reason: String,
+    /// What the call touches (the resolved path of a file tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Value>,
+    /// Set when the call comes from one of Claude Code's subagents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+payload!(ClaudePreToolUse, ClaudePreToolUse);
+
+/// How a tool call Claude Code made ended (`claude.post_tool_use`). The
+/// response itself is not kept, only its size and hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudePostToolUse {
+    pub session: String,
+    #[serde(default)]
+    pub tool_use_id: String,
+    pub tool: String,
+    pub status: CallStatus,
+    pub response_bytes: usize,
+    pub response_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+payload!(ClaudePostToolUse, ClaudePostToolUse);
+
+/// A Claude Code session ended (`claude.session_end`); the consolidation
+/// that follows records its own `memory.consolidate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudeSessionEnd {
+    pub session: String,
+    /// `clear`, `logout`, `prompt_input_exit`, `other`…, as Claude Code says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+payload!(ClaudeSessionEnd, ClaudeSessionEnd);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,6 +712,7 @@ mod tests {
             Some(vec![Kind::ApprovalRequest, Kind::ApprovalAnswer])
         );
         assert_eq!(Kind::matching("tool.call"), Some(vec![Kind::ToolCall]));
+        assert_eq!(Kind::matching("claude").map(|k| k.len()), Some(5));
         assert_eq!(Kind::matching("bogus"), None);
         assert_eq!(Kind::matching("gate.decisio"), None);
     }

@@ -3,6 +3,8 @@
 
 mod agent;
 mod audit;
+#[cfg(feature = "claude-code")]
+mod claude_code;
 mod cli;
 mod escape;
 mod hw;
