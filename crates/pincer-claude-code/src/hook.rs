@@ -686,6 +686,9 @@ fn post_tool_use(input: &Input, setup: &Setup) -> Result<(), String> {
     )
 }
 
+/// The most consolidation pages one SessionEnd writes.
+const SESSION_END_PAGES: usize = 4;
+
 fn session_end(input: &Input, setup: &Setup) -> Result<(), String> {
     record(
         setup,
@@ -694,7 +697,9 @@ fn session_end(input: &Input, setup: &Setup) -> Result<(), String> {
             reason: input.opt_string("reason").map_err(bad_input)?,
         },
     )?;
-    pincer_runtime::person::consolidate(&setup.home, actor::CLAUDE_CODE)
+    // A few pages per session end keep the hook within its time limit; a
+    // longer backlog is paged over the next session ends.
+    pincer_runtime::person::consolidate(&setup.home, actor::CLAUDE_CODE, SESSION_END_PAGES)
         .map(|_| ())
         .map_err(|e| format!("the session could not be consolidated into a memory page: {e}"))
 }

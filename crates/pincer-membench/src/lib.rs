@@ -7,7 +7,7 @@
 //! ports of PicoClaw's legacy store and Seahorse engine ([`picoclaw`]);
 //! pincer's strategies ([`pincer`]), which drive pincer's real session
 //! store, trimmer and memory index in a temporary directory; a run over
-//! worker threads ([`run`]) and its report ([`report`]: JSON, markdown,
+//! worker threads ([`run()`]) and its report ([`report`]: JSON, markdown,
 //! SVG).
 //!
 //! Must not know: the CLI, the terminal, where the data lives. The binary

@@ -1,7 +1,9 @@
 //! Memory consolidation (ME6): the audit trail since a watermark
-//! becomes one markdown memory page whose lines cite the audit seq they
+//! becomes a markdown memory page whose lines cite the audit seq they
 //! summarise, committed so that a kill -9 at any instant loses nothing and
-//! duplicates nothing.
+//! duplicates nothing. A page holds at most [`PAGE_BUDGET_BYTES`]: a run
+//! with a larger backlog writes the first page of it and says there is
+//! more ([`Consolidated::more`]); the next run goes on from there.
 //!
 //! It lives in `pincer-core` until `pincer-memory` exists, and depends only
 //! on [`pincer_core::audit`], [`pincer_core::fsutil`], [`pincer_core::message`],
@@ -25,7 +27,8 @@
 //!    activity, and are never consolidated.
 //! 3. Reads the entries past the watermark, up to the last entry `verify`
 //!    saw. Consolidation's own entries are skipped (see below); the range of
-//!    a page runs from the first to the last entry that is not its own. A
+//!    a page runs from the first to the last entry that is not its own, or
+//!    to the last one whose line fits in the page's budget. A
 //!    run with nothing new returns `page: None` and writes nothing: not a
 //!    page, not a record, not the watermark (only the empty lock file is
 //!    created, once). The own entries past the watermark are skipped again
@@ -206,6 +209,10 @@ pub struct Consolidated {
     /// (it found the page and wrote the record and watermark) or
     /// `AfterAuditRecord` (it found the record and moved the watermark).
     pub recovered: Option<CrashPoint>,
+    /// Entries past the page are left for the next run: the backlog was
+    /// larger than one page ([`PAGE_BUDGET_BYTES`]), or this run finished an
+    /// interrupted commit.
+    pub more: bool,
 }
 
 /// The points between the durable steps of a commit (see the module docs
@@ -353,6 +360,7 @@ pub fn consolidate_with_crash(
             unsummarised: BTreeMap::new(),
             watermark,
             recovered: None,
+            more: false,
         });
     };
     let from = first.seq;
@@ -386,7 +394,11 @@ pub fn consolidate_with_crash(
             (to, None)
         }
     };
-    let built = build_page(range(&entries, from, to), from, to);
+    // A page found on disk is rebuilt exactly; a new one is cut to the
+    // budget, and what is past the cut waits for the next run.
+    let budget = recovered.is_none().then_some(PAGE_BUDGET_BYTES);
+    let built = build_page(range(&entries, from, to), from, to, budget);
+    let to = built.to;
     if recovered.is_none() {
         run.write_page(&built.page)?;
         run.crash_at(CrashPoint::AfterPageWrite)?;
@@ -402,7 +414,10 @@ pub fn consolidate_with_crash(
     )?;
     run.crash_at(CrashPoint::AfterAuditRecord)?;
     let watermark = run.move_watermark(&entries, to, &built.page.id)?;
-    Ok(built.into_result(watermark, recovered))
+    let more = entries.iter().any(|e| e.seq > to && !is_own(e));
+    let mut done = built.into_result(watermark, recovered);
+    done.more = more;
+    Ok(done)
 }
 
 /// What one run needs to commit.
@@ -502,6 +517,7 @@ impl Run<'_> {
             range(entries, record.from, record.to),
             record.from,
             record.to,
+            None,
         );
         if built.page.id != record.page {
             return Err(ConsolidateError::BadRecord {
@@ -525,7 +541,9 @@ impl Run<'_> {
             self.write_page(&built.page)?;
         }
         let watermark = self.move_watermark(entries, record.to, &record.page)?;
-        Ok(built.into_result(watermark, Some(CrashPoint::AfterAuditRecord)))
+        let mut done = built.into_result(watermark, Some(CrashPoint::AfterAuditRecord));
+        done.more = entries.iter().any(|e| e.seq > record.to && !is_own(e));
+        Ok(done)
     }
 }
 
@@ -608,38 +626,66 @@ impl Built {
             unsummarised: self.unsummarised,
             watermark,
             recovered,
+            more: false,
         }
     }
 }
 
-/// The page for `entries` (exactly the range `from..=to`). Pure: the same
+/// The largest body a consolidation page gets, in bytes: well under the
+/// page store's limit, so a backlog of any length becomes several pages
+/// instead of one that cannot be written.
+pub const PAGE_BUDGET_BYTES: usize = 256 * 1024;
+
+/// The page for `entries` (the range `from..=to`), ending early — at the
+/// last entry that is not consolidation's own before the one whose line
+/// would take the body past `budget` — when one is given. Pure: the same
 /// entries always make the same page, which recovery relies on.
-fn build_page(entries: &[Entry], from: u64, to: u64) -> Built {
-    let mut body = format!(
-        "Activity from the audit trail, seq {from}–{to} (times UTC). Each line cites the audit entry it summarises.\n\n"
-    );
+fn build_page(entries: &[Entry], from: u64, to: u64, budget: Option<usize>) -> Built {
+    let header = |to: u64| {
+        format!(
+            "Activity from the audit trail, seq {from}–{to} (times UTC). Each line cites the audit entry it summarises.\n\n"
+        )
+    };
+    // The header, the footer of counts and the empty-page line are small
+    // next to the budget; the budget bounds the lines.
+    let budget = budget.map(|b| b.saturating_sub(header(to).len() + 1024));
+    let mut lines = String::new();
+    let mut last = from;
     let mut summarised = 0;
-    let mut skipped_own = 0;
     let mut unsummarised: BTreeMap<String, usize> = BTreeMap::new();
     // call_id → arguments, from the gate decisions seen so far.
     let mut args: HashMap<(String, String), Value> = HashMap::new();
-    for e in entries {
+    for e in entries.iter().take_while(|e| e.seq <= to) {
         if is_own(e) {
-            skipped_own += 1;
             continue;
         }
         if let Some(Ok(d)) = e.payload::<GateDecision>() {
             args.insert((d.call.session, d.call.call_id), d.arguments);
         }
-        match summarise(e, &args) {
+        let line = summarise(e, &args);
+        let grows = line.as_ref().map_or(0, |l| l.len() + 1);
+        // The first entry always fits (a line is bounded far below the
+        // budget); a later one that would not waits for the next page.
+        if e.seq > from && budget.is_some_and(|b| lines.len() + grows > b) {
+            break;
+        }
+        last = e.seq;
+        match line {
             Some(line) => {
                 summarised += 1;
-                body.push_str(&line);
-                body.push('\n');
+                lines.push_str(&line);
+                lines.push('\n');
             }
             None => *unsummarised.entry(e.kind.clone()).or_default() += 1,
         }
     }
+    let to = last;
+    let skipped_own = entries
+        .iter()
+        .filter(|e| (from..=to).contains(&e.seq) && is_own(e))
+        .count();
+    let mut body = header(to);
+    body.push_str(&lines);
     if summarised == 0 {
         body.push_str("(no entry in this range is of a kind consolidation summarises)\n");
     }

@@ -204,12 +204,25 @@ pub fn set_pinned(
     Ok(updated)
 }
 
-/// Turns the audit trail since the last run into a session page, as
-/// `principal`.
+/// What [`consolidate`] did: the pages it wrote (or finished committing),
+/// in order, and whether entries are left for a later call.
+#[derive(Debug, serde::Serialize)]
+pub struct Consolidation {
+    pub pages: Vec<pincer_memory::consolidate::Consolidated>,
+    /// The backlog needed more than `max_pages` pages.
+    pub more: bool,
+}
+
+/// Turns the audit trail since the last run into session pages, as
+/// `principal`: one page per call of the consolidator, each within its
+/// size budget, until the trail is caught up or `max_pages` were written
+/// (a months-long backlog is several pages, never one that cannot be
+/// written).
 pub fn consolidate(
     home: &Home,
     principal: &str,
-) -> Result<pincer_memory::consolidate::Consolidated, PersonError> {
+    max_pages: usize,
+) -> Result<Consolidation, PersonError> {
     let store = PageStore::open(home.memory_dir())?;
     let audit = crate::open_audit(home)?;
     let sink = pincer_memory::consolidate::AuditedStore {
@@ -217,12 +230,22 @@ pub fn consolidate(
         audit: &audit,
         actor: principal,
     };
-    Ok(pincer_memory::consolidate::consolidate(
-        &audit,
-        &sink,
-        &home.memory_dir().join("consolidation.json"),
-        principal,
-    )?)
+    let watermark = home.memory_dir().join("consolidation.json");
+    let mut pages = Vec::new();
+    loop {
+        let done = pincer_memory::consolidate::consolidate(&audit, &sink, &watermark, principal)?;
+        if done.page.is_none() {
+            return Ok(Consolidation { pages, more: false });
+        }
+        let more = done.more;
+        pages.push(done);
+        if !more {
+            return Ok(Consolidation { pages, more: false });
+        }
+        if pages.len() >= max_pages {
+            return Ok(Consolidation { pages, more: true });
+        }
+    }
 }
 
 /// What a person's hardware operation produced.

@@ -276,16 +276,25 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         MemoryCmd::Consolidate { json } => {
-            let done = person::consolidate(&ctx.home, HUMAN_CLI)?;
+            let done = person::consolidate(&ctx.home, HUMAN_CLI, usize::MAX)?;
             if json {
                 println!("{}", serde_json::to_string(&done)?);
             } else {
-                match &done.page {
-                    Some(id) => println!(
-                        "wrote `{id}`: audit seq {}–{}, {} line(s); watermark at seq {}",
-                        done.from_seq, done.to_seq, done.summarised, done.watermark.seq
-                    ),
-                    None => println!("nothing new since audit seq {}", done.watermark.seq),
+                for p in &done.pages {
+                    println!(
+                        "wrote `{}`: audit seq {}–{}, {} line(s); watermark at seq {}",
+                        p.page.as_deref().unwrap_or_default(),
+                        p.from_seq,
+                        p.to_seq,
+                        p.summarised,
+                        p.watermark.seq
+                    );
+                }
+                if done.pages.is_empty() {
+                    let w = pincer_memory::consolidate::read_watermark(
+                        &ctx.home.memory_dir().join("consolidation.json"),
+                    )?;
+                    println!("nothing new since audit seq {}", w.seq);
                 }
             }
             Ok(ExitCode::SUCCESS)

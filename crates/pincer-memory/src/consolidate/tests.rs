@@ -898,7 +898,7 @@ fn check(entries: &[(&str, &str, Value)], expected: &[&str]) {
         prev = e.hash.clone();
         sealed.push(e);
     }
-    let built = build_page(&sealed, 1, sealed.len() as u64);
+    let built = build_page(&sealed, 1, sealed.len() as u64, None);
     let lines: Vec<&str> = built
         .page
         .body
@@ -983,4 +983,74 @@ fn lines_per_kind() {
             "- [seq 11] 2026-11-30 10:01 system loaded the configuration: /h/config.toml not found, defaults",
         ],
     );
+}
+
+/// A backlog too large for one page (months of activity before the first
+/// consolidation) becomes several pages, each within the budget, whose
+/// ranges follow each other; every run but the last says there is more,
+/// and a crash in the middle of the series loses and duplicates nothing.
+#[test]
+fn a_backlog_larger_than_a_page_becomes_several_pages() {
+    use pincer_core::audit::{AuditOptions, NewEntry, write_new_trail};
+    let dir = tempfile::tempdir().unwrap();
+    let audit_dir = dir.path().join("audit");
+    // Long arguments make long lines: about 3 pages' worth.
+    let calls = 3 * PAGE_BUDGET_BYTES / 500;
+    let entries = (0..calls).flat_map(|i| {
+        let call = format!("c{i}");
+        let arg = "x".repeat(400);
+        [
+            NewEntry {
+                ts: pincer_core::message::Timestamp::now(),
+                actor: ACTOR.into(),
+                kind: "gate.decision".into(),
+                data: json!({"session": "s", "call_id": call, "tool": "shell",
+                    "arguments": {"command": format!("echo {arg}")}, "risk": "low",
+                    "why": "reads", "decision": "allowed", "by": "policy"}),
+            },
+            NewEntry {
+                ts: pincer_core::message::Timestamp::now(),
+                actor: ACTOR.into(),
+                kind: "tool.call".into(),
+                data: json!({"session": "s", "call_id": call, "tool": "shell", "status": "ok"}),
+            },
+        ]
+    });
+    write_new_trail(&audit_dir, AuditOptions::default(), entries).unwrap();
+    let fx = Fx {
+        audit: Arc::new(Audit::open(&audit_dir).unwrap()),
+        sink: Box::<MemSink>::default(),
+        wm: dir.path().join("memory/consolidation.json"),
+        dir,
+    };
+    let mut runs = Vec::new();
+    // A crash half-way through the series, once.
+    let crashed = fx.try_run(None).unwrap();
+    assert!(crashed.more, "one page cannot hold the backlog");
+    runs.push(crashed);
+    let err = fx.try_run(Some(CrashPoint::AfterAuditRecord)).unwrap_err();
+    assert!(matches!(err, ConsolidateError::Crashed(_)), "{err:?}");
+    loop {
+        let r = fx.run();
+        let Some(_) = &r.page else { break };
+        let more = r.more;
+        runs.push(r);
+        if !more {
+            break;
+        }
+    }
+    assert!(runs.len() >= 3, "{} pages", runs.len());
+    for pair in runs.windows(2) {
+        assert!(pair[1].from_seq > pair[0].to_seq, "ranges overlap");
+    }
+    assert!(!runs.last().unwrap().more);
+    for page in fx.sink.pages().values() {
+        assert!(
+            page.body.len() <= PAGE_BUDGET_BYTES,
+            "{}: {}",
+            page.id,
+            page.body.len()
+        );
+    }
+    assert_consistent(&fx);
 }

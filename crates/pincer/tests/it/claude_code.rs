@@ -810,14 +810,27 @@ fn an_install_path_with_shell_characters_runs_exactly_that_binary() {
     std::fs::create_dir_all(&dir).expect("mkdir");
     let exe = dir.join("pin cer$HOME");
     std::fs::copy(pincer_bin(), &exe).expect("copy binary");
-    let o = Command::new(&exe)
-        .args(["hook", "claude-code", "install", "--project"])
-        .arg(&fx.project)
-        .current_dir(&fx.user)
-        .env("HOME", &fx.user)
-        .env("PINCER_HOME", &fx.home)
-        .output()
-        .expect("install");
+    // Another test's fork can hold the copy's write descriptor for the
+    // instant before its exec (ETXTBSY): try again while that is the error.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let o = loop {
+        let r = Command::new(&exe)
+            .args(["hook", "claude-code", "install", "--project"])
+            .arg(&fx.project)
+            .current_dir(&fx.user)
+            .env("HOME", &fx.user)
+            .env("PINCER_HOME", &fx.home)
+            .output();
+        match r {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => break r.expect("install"),
+        }
+    };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = settings(&fx);
     let h = &s["hooks"]["PreToolUse"][0]["hooks"][0];

@@ -209,10 +209,14 @@ fn consolidation_is_idempotent_and_refuses_a_broken_trail() {
         ));
     }
     let first = json(ok(pincer(&home, &["memory", "consolidate", "--json"], "")).trim());
-    let page = first["page"].as_str().expect("a page").to_string();
+    assert_eq!(first["more"], false, "{first}");
+    let page = first["pages"][0]["page"]
+        .as_str()
+        .expect("a page")
+        .to_string();
     for _ in 0..2 {
         let again = json(ok(pincer(&home, &["memory", "consolidate", "--json"], "")).trim());
-        assert!(again["page"].is_null(), "{again}");
+        assert_eq!(again["pages"], serde_json::json!([]), "{again}");
     }
     let listed = ok(pincer(&home, &["memory", "list", "--json"], ""));
     assert_eq!(listed.matches("\"session-").count(), 1, "{listed}");
