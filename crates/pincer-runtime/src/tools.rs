@@ -185,6 +185,17 @@ pub fn shell(
     env: &Env,
     ws: Arc<Workspace>,
 ) -> Result<Shell, RuntimeError> {
+    shell_on(home, settings, env, ws, |sb| sb.probe())
+}
+
+/// [`shell`] on the machine `probe` describes.
+fn shell_on(
+    home: &Home,
+    settings: &Settings,
+    env: &Env,
+    ws: Arc<Workspace>,
+    probe: impl FnOnce(&pincer_sandbox::Sandbox) -> pincer_sandbox::Probe,
+) -> Result<Shell, RuntimeError> {
     let cfg = &settings.shell;
     let program = match cfg.program {
         Some(ShellChoice::Bash) => ShellProgram::bash(),
@@ -222,7 +233,7 @@ pub fn shell(
             base.unsandboxed()
         }
         SandboxMode::On => {
-            let probe = sandbox.sandbox.probe();
+            let probe = probe(&sandbox.sandbox);
             let missing = missing_layers(&probe, &cfg.degrade, false);
             if !missing.is_empty() {
                 offered = false;
@@ -346,4 +357,82 @@ pub fn assessment_tools(
     let hw = hardware(settings, env)?;
     let shell = shell(home, settings, env, ws.clone())?;
     Ok(assemble(home, settings, ws, Some(shell.tool), Some(hw)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// This machine's probe with `layer` made unavailable.
+    fn without(layer: Layer) -> pincer_sandbox::Probe {
+        let mut p = pincer_sandbox::Sandbox::current_exe().probe();
+        for l in &mut p.layers {
+            if l.layer == layer {
+                l.available = false;
+                l.detail = "not in this kernel".into();
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn a_missing_required_layer_keeps_the_shell_from_the_agent_unless_it_may_degrade() {
+        let none = BTreeSet::new();
+        let missing = missing_layers(&without(Layer::LandlockFs), &none, false);
+        assert_eq!(
+            missing,
+            [(Layer::LandlockFs, "not in this kernel".to_string())]
+        );
+        let may = BTreeSet::from([Layer::LandlockFs]);
+        assert!(missing_layers(&without(Layer::LandlockFs), &may, false).is_empty());
+        // A second line of defence is not required.
+        assert!(missing_layers(&without(Layer::LandlockNet), &none, false).is_empty());
+        // The scope is required only with the network on.
+        assert!(missing_layers(&without(Layer::LandlockScope), &none, false).is_empty());
+        assert_eq!(
+            missing_layers(&without(Layer::LandlockScope), &none, true).len(),
+            1
+        );
+    }
+
+    /// The runtime's decision on such a machine: no shell for the agent,
+    /// and a warning naming the layer and the ways out; allowed to degrade,
+    /// the shell is offered and the warning says it runs without the layer.
+    #[test]
+    fn on_a_machine_without_landlock_the_agent_gets_no_shell() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = Home::new(tmp.path().join("home"));
+        let mut settings = Settings::defaults(&home.config_path());
+        let ws = open_workspace(&home, &default_workspace(&home).expect("ws")).expect("open");
+        let env = Env::default();
+        let s = shell_on(&home, &settings, &env, ws.clone(), |_| {
+            without(Layer::LandlockFs)
+        })
+        .expect("shell");
+        assert!(!s.offered);
+        let w = s.warnings.join("\n");
+        assert!(
+            w.contains("not offered") && w.contains("landlock-fs"),
+            "{w}"
+        );
+        assert!(
+            w.contains("degrade") && w.contains("sandbox = \"off\""),
+            "{w}"
+        );
+        let tools = assemble(
+            &home,
+            &settings,
+            ws.clone(),
+            s.offered.then_some(s.tool),
+            None,
+        );
+        assert!(tools.iter().all(|t| t.name() != "shell"));
+        settings.shell.degrade.insert(Layer::LandlockFs);
+        let s =
+            shell_on(&home, &settings, &env, ws, |_| without(Layer::LandlockFs)).expect("shell");
+        assert!(s.offered && s.tool.is_sandboxed());
+        let w = s.warnings.join("\n");
+        assert!(w.contains("landlock-fs") && w.contains("degrades"), "{w}");
+    }
 }

@@ -462,3 +462,41 @@ fn a_skill_that_would_read_forever_is_refused_at_start() {
     );
     assert!(crate::stdout(&out).contains("hello"));
 }
+
+/// The explicit opt-in to run unsandboxed is said at every start, in the
+/// tool's result, and in the trail (the start's `config.load`, the call's
+/// `tool.call`).
+#[test]
+fn running_unsandboxed_is_warned_at_every_start_and_recorded() {
+    let h = Home::new("full", "\n[shell]\nsandbox = \"off\"\n");
+    let script = j!({"turns": [
+        {"tool_calls": [{"id": "a", "name": "shell", "arguments": {"command": "echo hi"}}]},
+        {"text": "done"}
+    ]});
+    std::fs::write(h.home.join("script.json"), script.to_string()).expect("script");
+    for _ in 0..2 {
+        let out = pincer_env(&h.home, &["agent", "-m", "go"], &[]);
+        assert!(out.status.success(), "{}", crate::stderr(&out));
+        let err = crate::stderr(&out);
+        assert!(err.contains("WITHOUT the OS sandbox"), "{err}");
+    }
+    assert!(h.results()["a"].contains("ran WITHOUT the OS sandbox"));
+    let trail = h.trail();
+    let loads: Vec<&Value> = trail
+        .iter()
+        .filter(|e| e["kind"] == "config.load")
+        .collect();
+    assert_eq!(loads.len(), 2);
+    for l in loads {
+        assert_eq!(l["data"]["policy"]["shell"]["sandbox"], "off", "{l}");
+        assert!(l["data"]["warnings"].to_string().contains("WITHOUT"), "{l}");
+    }
+    let call = trail
+        .iter()
+        .rfind(|e| e["kind"] == "tool.call")
+        .expect("tool.call");
+    assert!(
+        call["data"]["notes"].to_string().contains("WITHOUT"),
+        "{call}"
+    );
+}
