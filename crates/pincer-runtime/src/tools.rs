@@ -217,7 +217,7 @@ fn shell_on(
     }
     let sandbox = shell_sandbox(home, settings, &ws);
     let base = ShellTool::new(
-        ws,
+        ws.clone(),
         &ToolLimits::default(),
         &settings.core.agent.agent_id,
         env.shell.clone(),
@@ -233,6 +233,26 @@ fn shell_on(
             base.unsandboxed()
         }
         SandboxMode::On => {
+            // A spec the sandbox would refuse (pincer's state inside a
+            // read-only system directory, a workspace of `/`) would refuse
+            // every command: say so now, not at the first call.
+            let check = sandbox
+                .spec(
+                    &ws,
+                    "true",
+                    &[],
+                    &settings.core.agent.agent_id,
+                    &env.shell,
+                    false,
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|spec| spec.validate().map_err(|e| e.to_string()));
+            if let Err(e) = check {
+                offered = false;
+                warnings.push(format!(
+                    "shell: not offered to the agent: the OS sandbox cannot be set up for this workspace and PINCER_HOME: {e}"
+                ));
+            }
             let probe = probe(&sandbox.sandbox);
             let missing = missing_layers(&probe, &cfg.degrade, false);
             if !missing.is_empty() {
@@ -434,5 +454,20 @@ mod tests {
         assert!(s.offered && s.tool.is_sandboxed());
         let w = s.warnings.join("\n");
         assert!(w.contains("landlock-fs") && w.contains("degrades"), "{w}");
+    }
+
+    /// A workspace the sandbox cannot use (under `/dev`, which it replaces)
+    /// keeps the shell from the agent with the reason, at start.
+    #[test]
+    fn a_workspace_the_sandbox_refuses_is_said_at_start() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = Home::new(tmp.path().join("home"));
+        let settings = Settings::defaults(&home.config_path());
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm");
+        let ws = open_workspace(&home, shm.path()).expect("the file tools can use it");
+        let s = shell(&home, &settings, &Env::default(), ws).expect("shell");
+        assert!(!s.offered);
+        let w = s.warnings.join("\n");
+        assert!(w.contains("not offered") && w.contains("workspace"), "{w}");
     }
 }
