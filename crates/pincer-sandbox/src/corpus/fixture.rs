@@ -308,22 +308,70 @@ impl Fixture {
         out
     }
 
+    /// Whether the host process is alive and running, judged once every
+    /// signal sent to it has taken effect. Right after `kill -9` returns,
+    /// the signal is only queued: the process dies when it next gets a CPU
+    /// (on a loaded machine, a while later), then is a zombie until it is
+    /// reaped; a `SIGSTOP` likewise stops it only when it runs. Until then
+    /// it would pass for alive, and an attack that got through for
+    /// refused. So while a signal is pending or the process is exiting,
+    /// wait (bounded) for it to die or stop; and look twice before calling
+    /// it running: `/proc/PID/status` reads the state before the pending
+    /// signals, and a signal taken in between shows only in the next look.
     fn marker_alive(&mut self) -> Result<(), String> {
-        if let Ok(Some(st)) = self.marker_child.try_wait() {
-            return Err(format!("the host process died ({st})"));
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.marker_child.id()))
-            .unwrap_or_default();
-        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
-        match state {
-            Some('T' | 't') => {
-                let _ = rustix::process::kill_process(
-                    rustix::process::Pid::from_child(&self.marker_child),
-                    rustix::process::Signal::CONT,
-                );
-                Err("the host process was stopped from inside the sandbox".into())
+        let pid = self.marker_child.id();
+        let deadline = Instant::now() + DIES_WITHIN;
+        // Readable once the process has exited: a wait that ends at once.
+        let pidfd = rustix::process::pidfd_open(
+            rustix::process::Pid::from_child(&self.marker_child),
+            rustix::process::PidfdFlags::empty(),
+        )
+        .ok();
+        let mut looked_running = false;
+        loop {
+            if let Ok(Some(st)) = self.marker_child.try_wait() {
+                return Err(format!("the host process died ({st})"));
             }
-            _ => Ok(()),
+            let why = match host_state(pid) {
+                HostState::Dead(what) => return Err(format!("the host process died ({what})")),
+                HostState::Stopped => {
+                    let _ = rustix::process::kill_process(
+                        rustix::process::Pid::from_child(&self.marker_child),
+                        rustix::process::Signal::CONT,
+                    );
+                    return Err("the host process was stopped from inside the sandbox".into());
+                }
+                HostState::Running if looked_running => return Ok(()),
+                HostState::Running => {
+                    looked_running = true;
+                    continue;
+                }
+                HostState::Changing(why) => why,
+            };
+            looked_running = false;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!(
+                    "the host process was signalled from inside the sandbox ({why}, still after {}s)",
+                    DIES_WITHIN.as_secs()
+                ));
+            }
+            // Until it exits (the pidfd) or a little while, to look again
+            // for a stop, which no descriptor reports.
+            let step = left.min(Duration::from_millis(5));
+            let ts = Timespec {
+                tv_sec: 0,
+                tv_nsec: i64::from(step.subsec_nanos()),
+            };
+            match &pidfd {
+                Some(fd) => {
+                    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+                    let _ = rustix::event::poll(&mut fds, Some(&ts));
+                }
+                None => {
+                    let _ = rustix::event::poll(&mut [], Some(&ts));
+                }
+            }
         }
     }
 
@@ -455,6 +503,58 @@ impl Fixture {
     }
 }
 
+/// The host process as `/proc` shows it.
+#[derive(Debug, PartialEq, Eq)]
+enum HostState {
+    /// Gone, or a zombie waiting to be reaped.
+    Dead(&'static str),
+    Stopped,
+    /// Running or sleeping, with no signal waiting to act and not exiting.
+    Running,
+    /// A signal is queued but not acted on yet, or it is exiting.
+    Changing(String),
+}
+
+/// `PF_EXITING` in `/proc/PID/stat`'s flags: the process is in `exit`.
+const PF_EXITING: u64 = 0x4;
+
+fn host_state(pid: u32) -> HostState {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return HostState::Dead("gone from /proc");
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    match field("State:").and_then(|s| s.chars().next()) {
+        None => return HostState::Dead("gone from /proc"),
+        Some('Z' | 'X' | 'x') => return HostState::Dead("a zombie"),
+        Some('T' | 't') => return HostState::Stopped,
+        Some(_) => {}
+    }
+    // Signals queued to the thread (SigPnd) or the process (ShdPnd).
+    for name in ["SigPnd:", "ShdPnd:"] {
+        if let Some(mask) = field(name)
+            && mask.chars().any(|c| c != '0')
+        {
+            return HostState::Changing(format!("signals {mask} pending"));
+        }
+    }
+    let flags = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split_whitespace().nth(6)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    if flags & PF_EXITING != 0 {
+        return HostState::Changing("exiting".into());
+    }
+    HostState::Running
+}
+
 fn accepted(l: &TcpListener) -> bool {
     let mut any = false;
     loop {
@@ -506,5 +606,70 @@ impl Drop for Fixture {
         let _ = self.marker_child.kill();
         let _ = self.marker_child.wait();
         let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::process::{Pid, Signal, kill_process};
+
+    fn marker_case() -> Case {
+        Case {
+            id: "marker".into(),
+            proves: vec![],
+            network: false,
+            action: Action::Once,
+            timeout: Duration::from_secs(1),
+            needs: vec![],
+            checks: vec![Check::MarkerAlive],
+            command: String::new(),
+        }
+    }
+
+    /// A fresh fixture whose host process got `signal` (from here, as the
+    /// control run's `kill` would) just before the judge looks.
+    fn judged_after(signal: Option<Signal>) -> Verdict {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut fx = Fixture::create(dir.path(), vec![]).expect("fixture");
+        if let Some(sig) = signal {
+            kill_process(Pid::from_child(&fx.marker_child), sig).expect("kill");
+        }
+        fx.judge(
+            &marker_case(),
+            &[Observation {
+                text: String::new(),
+            }],
+        )
+    }
+
+    #[test]
+    fn a_host_process_killed_just_now_is_judged_dead() {
+        // The judge looks at once: the SIGKILL is queued, perhaps not yet
+        // acted on, or the process is a zombie not yet reaped.
+        for _ in 0..20 {
+            let v = judged_after(Some(Signal::KILL));
+            assert!(
+                !v.refused && v.failures.iter().any(|f| f.contains("died")),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_host_process_stopped_just_now_is_judged_stopped() {
+        for _ in 0..20 {
+            let v = judged_after(Some(Signal::STOP));
+            assert!(
+                !v.refused && v.failures.iter().any(|f| f.contains("stopped")),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_untouched_host_process_is_judged_alive() {
+        let v = judged_after(None);
+        assert!(v.refused, "{v:?}");
     }
 }
