@@ -307,6 +307,9 @@ fn v2_controller(dir: &Path, name: &str) -> Controller {
 pub(crate) struct RunCgroups {
     /// (directory, version, which layers it serves)
     pub dirs: Vec<(PathBuf, CgroupVersion, Vec<Layer>)>,
+    /// Per hierarchy of `dirs`, the cgroup the sandbox's helper processes
+    /// move to once the command runs ([`helper_dir`]), or why there is none.
+    pub helpers: Vec<Result<PathBuf, String>>,
 }
 
 /// Per cgroup layer: what was set up, or why it could not be.
@@ -339,6 +342,20 @@ fn sweep(parent: &Path) {
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir(e.path());
         }
+    }
+}
+
+/// The cgroup of this pincer's sandbox helpers under `parent`, made on
+/// first use: no limits, shared by every run (a run's limits are for the
+/// command and what it starts, not for the helpers that set it up and
+/// report on it); once this pincer is gone, the next one's [`sweep`]
+/// removes it.
+fn helper_dir(parent: &Path) -> Result<PathBuf, String> {
+    let dir = parent.join(format!("pincer-{}-helpers", std::process::id()));
+    match std::fs::create_dir(&dir) {
+        Ok(()) => Ok(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(dir),
+        Err(e) => Err(format!("cannot create {}: {e}", dir.display())),
     }
 }
 
@@ -406,7 +423,10 @@ impl RunCgroups {
             }
             match run.dirs.iter_mut().find(|(d, _, _)| *d == dir) {
                 Some((_, _, layers)) => layers.push(layer),
-                None => run.dirs.push((dir.clone(), home.version, vec![layer])),
+                None => {
+                    run.dirs.push((dir.clone(), home.version, vec![layer]));
+                    run.helpers.push(helper_dir(&home.parent));
+                }
             }
             let r = match layer {
                 Layer::CgroupMemory => set_memory(&dir, home.version, limits.memory_bytes),
@@ -547,6 +567,7 @@ impl Drop for RunCgroups {
             .spawn(move || {
                 let mut run = RunCgroups {
                     dirs: std::mem::take(&mut rest),
+                    helpers: Vec::new(),
                 };
                 let _ = run.remove();
             });

@@ -111,6 +111,7 @@ impl Sandbox {
             spec: spec.clone(),
             cgroups: joins,
             pre: pre.clone(),
+            helper_cgroups: cgroups.helpers.clone(),
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Io {
             what: "encoding the request".into(),
@@ -253,6 +254,18 @@ impl Finished {
                 self.pids_refused
             ));
         }
+        if let Some(Report {
+            outcome: Outcome::InitDied { message },
+            ..
+        }) = &self.report
+        {
+            notes.push(format!(
+                "note: {message}; the kernel killed the command and everything it started with it"
+            ));
+        }
+        if let Some(r) = &self.report {
+            notes.extend(r.notes.iter().cloned());
+        }
         if let Some(r) = &self.report
             && r.leftovers > 0
         {
@@ -275,9 +288,10 @@ impl Finished {
 }
 
 impl Pending {
-    /// SIGKILLs every process of the run through its cgroups (for a
-    /// timeout; the caller also kills the helper it spawned, whose death
-    /// takes the PID namespace down). True if any process was there.
+    /// SIGKILLs every process of the command through the run's cgroups
+    /// (for a timeout; the caller also kills the helper it spawned, whose
+    /// death takes the PID namespace down: the helpers leave the run's
+    /// cgroups once the command runs). True if any process was there.
     pub fn kill(&self) -> bool {
         self.cgroups.kill_all()
     }
@@ -297,6 +311,14 @@ impl Pending {
         let report = match wire::parse::<Report>(&got) {
             Ok(r) => Some(r),
             Err(_) if killed => None,
+            Err(_) if status.signal() == Some(9) && oom_kills > 0 => {
+                return Err(SandboxError::Helper {
+                    helper: self.helper,
+                    message: format!(
+                        "was killed by the kernel's OOM killer before it could report: the sandbox's memory limit was reached ({oom_kills} process(es) killed) while the helper was still in the run's cgroups"
+                    ),
+                });
+            }
             Err(e) => {
                 return Err(SandboxError::Helper {
                     helper: self.helper,
@@ -311,6 +333,9 @@ impl Pending {
             Some(r) => match &r.outcome {
                 Outcome::Exited { code } => Exit::Code(*code),
                 Outcome::Signaled { signal } => Exit::Signal(*signal),
+                // The kernel SIGKILLs every process of a PID namespace
+                // whose init has died.
+                Outcome::InitDied { .. } => Exit::Signal(9),
                 Outcome::SetupFailed { layer, message } => {
                     return Err(SandboxError::Setup {
                         layer: *layer,

@@ -22,8 +22,11 @@
 //!    `HOME`, a `/dev` with only `null`, `zero`, `urandom` and `tty` (and a
 //!    private `/dev/shm`), `/run`, `/sys`, the root-only files of `/etc` and
 //!    pincer's state (`Spec::hide`) mounted over with empty read-only ones;
-//!    then waits for the init while watching pincer's end of the socket — if
-//!    pincer dies (even by `SIGKILL`), it kills the init.
+//!    leaves the run's cgroups, and hands the init the means to leave them
+//!    once the command is started, so that the command's limits (and the
+//!    OOM killer) hold the command alone; then waits for the init while
+//!    watching pincer's end of the socket — if pincer dies (even by
+//!    `SIGKILL`), it kills the init.
 //! 2. **init**, PID 1 of the new PID namespace: sets a parent-death signal,
 //!    mounts a read-only `/proc` that shows only the sandbox's processes, makes itself
 //!    undumpable, sets the rlimits, applies Landlock (workspace read-write,
@@ -32,7 +35,10 @@
 //!    the network is off; no abstract Unix sockets or signals outside),
 //!    drops every capability (bounding set included, also as root), leaves
 //!    pincer's terminal session, and starts the command with the
-//!    environment cleared to the allowlist plus `HOME` and `PINCER_AGENT`.
+//!    environment cleared to the allowlist plus `HOME` and `PINCER_AGENT`,
+//!    telling the outer helper just before (should the init die from then
+//!    on, the result still says that the command was started, under which
+//!    layers: [`Outcome::InitDied`]); then leaves the run's cgroups.
 //!    It reaps orphans and exits when the command exits, and the kernel
 //!    then kills whatever the command left behind (`&`, `setsid`, double
 //!    forks: nothing leaves a PID namespace).

@@ -47,6 +47,15 @@ pub enum Outcome {
     SpawnFailed {
         message: String,
     },
+    /// Every layer was in place and the init had started the command (or
+    /// was starting it), but died before it could say how the command
+    /// ended; the kernel then killed the command and everything it started
+    /// (`message`: how the init ended, and how far it got). The command's
+    /// own memory use causes this only where the init could not leave the
+    /// run's cgroups, or in the moment before it does.
+    InitDied {
+        message: String,
+    },
 }
 
 /// The helper's final word to the caller.
@@ -59,6 +68,10 @@ pub struct Report {
     /// Processes still running in the sandbox when the command exited
     /// (killed with it).
     pub leftovers: u32,
+    /// What the helper has to say about this run besides the layers
+    /// (`note: …` lines for the result).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Report {

@@ -173,9 +173,13 @@ impl std::str::FromStr for Layer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Memory of the whole sandbox (cgroup), bytes; tmpfs pages count too.
+    /// Memory of the command and everything it starts (cgroup), bytes;
+    /// its tmpfs pages count too. The sandbox's two helper processes leave
+    /// the run's cgroups once the command runs (the OOM killer must not
+    /// take the processes that report on the run).
     pub memory_bytes: u64,
-    /// Processes and threads alive at once in the sandbox (cgroup).
+    /// Processes and threads alive at once in the sandbox (cgroup): the
+    /// command's, the helpers' only while they start it.
     pub pids: u64,
     /// CPU seconds per process (`RLIMIT_CPU`; SIGXCPU, then SIGKILL).
     pub cpu_secs: u64,
@@ -200,10 +204,11 @@ impl Default for Limits {
     }
 }
 
-/// The smallest memory limit accepted: the helper and a shell need some.
+/// The smallest memory limit accepted: the helpers (while they set the run
+/// up) and a shell need some.
 pub const MIN_MEMORY_BYTES: u64 = 16 << 20;
-/// The smallest pids limit accepted: the two helper processes, a shell and
-/// a command.
+/// The smallest pids limit accepted: room for the init while it starts the
+/// command, a shell and a few commands.
 pub const MIN_PIDS: u64 = 8;
 
 /// One sandboxed run. See the crate documentation for what each part does.

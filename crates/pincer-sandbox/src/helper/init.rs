@@ -1,36 +1,51 @@
 //! The helper's second process, PID 1 of the sandbox: `/proc`, rlimits,
 //! Landlock, capabilities, session; then the command, and the reaping.
 
+use super::apart::Apart;
 use super::{Fatal, LayerLog, caps, errno, landlock};
 use crate::report::{Outcome, State};
 use crate::spec::{Layer, Spec};
-use crate::wire::{self, InitReport, InitRequest, PROTOCOL};
+use crate::wire::{self, InitMessage, InitReady, InitReport, InitRequest, PROTOCOL};
 use rustix::mount::MountFlags;
 use rustix::process::{Resource, Rlimit, Signal, WaitOptions};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 
 pub(super) fn main(ctl: UnixStream) -> ! {
+    // The helpers' cgroups come first, then the request (see `apart`).
+    let fds = wire::recv_fds(&ctl);
     let req = match wire::recv::<InitRequest>(&ctl) {
         Ok(r) if r.version == PROTOCOL => r,
         _ => std::process::exit(super::EXIT_SETUP),
     };
+    let mut apart = match fds {
+        Ok(fds) => Apart::received(fds, &req.apart),
+        Err(e) => {
+            let mut a = Apart::default();
+            a.problem(e);
+            a
+        }
+    };
     let mut log = LayerLog::new(&req.spec, req.root);
-    let report = match run(&req, &mut log, &ctl) {
+    let result = run(&req, &mut log, &ctl, &mut apart);
+    let notes = apart.note().into_iter().collect();
+    let report = match result {
         Ok((outcome, landlock_abi, leftovers)) => InitReport {
             layers: log.out,
             landlock_abi,
             outcome,
             leftovers,
+            notes,
         },
         Err(Fatal { layer, message }) => InitReport {
             layers: log.out,
             landlock_abi: None,
             outcome: Outcome::SetupFailed { layer, message },
             leftovers: 0,
+            notes: vec![],
         },
     };
-    let _ = wire::send(&ctl, &report);
+    let _ = wire::send_line(&ctl, &InitMessage::Finished(report));
     // Exiting as PID 1 makes the kernel SIGKILL everything left inside.
     std::process::exit(0)
 }
@@ -39,6 +54,7 @@ fn run(
     req: &InitRequest,
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
+    apart: &mut Apart,
 ) -> Result<(Outcome, Option<u32>, u32), Fatal> {
     let spec = &req.spec;
     let outer = |layer: Layer| {
@@ -102,6 +118,17 @@ fn run(
         Ok(((), format!("cleared; set: {}", names.join(" "))))
     })?;
 
+    // Every layer is in place: say so before the command exists, so that
+    // the outer helper knows it, and under what, even if this process is
+    // killed from here on (the command could fill its memory limit before
+    // this process runs again).
+    let _ = wire::send_line(
+        ctl,
+        &InitMessage::Ready(InitReady {
+            layers: log.out.clone(),
+            landlock_abi: abi,
+        }),
+    );
     let child = {
         let mut cmd = Command::new(&spec.argv[0]);
         cmd.args(&spec.argv[1..])
@@ -122,6 +149,10 @@ fn run(
             }
         }
     };
+    // The command runs (it was born in the run's cgroups): now out of
+    // them, out of reach of their OOM killer (see `apart`).
+    apart.move_self("the init");
+    let _ = wire::send_line(ctl, &InitMessage::Started);
     let outcome = reap(child.id());
     Ok((outcome, abi, other_processes()))
 }

@@ -5,7 +5,9 @@
 //!   namespaces, builds the mount table (private `/tmp` and `HOME`, a
 //!   minimal `/dev`, pincer's state and `/run` hidden), then starts the init
 //!   and waits for it, watching pincer's end of the control socket: when
-//!   pincer is gone, it kills the init (and so the whole sandbox).
+//!   pincer is gone, it kills the init (and so the whole sandbox). Once the
+//!   command runs, both processes are out of the run's cgroups (`apart`):
+//!   each moves itself, the init with what the outer helper handed it.
 //! - **init** (`__sandbox-init`): PID 1 of the new PID namespace. It mounts
 //!   the new `/proc`, sets the rlimits, applies Landlock, drops every
 //!   capability, leaves pincer's terminal session, starts the command with
@@ -18,6 +20,7 @@
 //! the init stays between the command and the outer helper so the command
 //! is not PID 1 (which ignores default-action signals and must reap).
 
+mod apart;
 mod caps;
 mod init;
 mod landlock;
@@ -190,5 +193,7 @@ pub(crate) fn exit_code(outcome: &crate::report::Outcome) -> i32 {
         Outcome::Signaled { signal } => 128 + signal,
         Outcome::SetupFailed { .. } => EXIT_SETUP,
         Outcome::SpawnFailed { .. } => EXIT_SPAWN,
+        // The kernel SIGKILLs the command when the init dies.
+        Outcome::InitDied { .. } => 128 + 9,
     }
 }

@@ -1,9 +1,10 @@
 //! The helper's first process: cgroups, namespaces, mounts; then the init.
 
+use super::apart::Apart;
 use super::{Fatal, INIT_ARG, LayerLog, errno, exit_code, mounts};
 use crate::report::{Outcome, Report};
 use crate::spec::Layer;
-use crate::wire::{self, InitReport, InitRequest, OuterRequest, PROTOCOL};
+use crate::wire::{self, InitReady, InitReport, InitRequest, InitSaid, OuterRequest, PROTOCOL};
 use nix::sched::CloneFlags;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, PidfdFlags, Signal};
@@ -30,9 +31,14 @@ pub(super) fn main(ctl: UnixStream) -> ! {
     for s in &req.pre {
         log.push(s.clone());
     }
-    let result = run(&req, root, &mut log, &ctl);
+    let mut apart = Apart::default();
+    let result = run(&req, root, &mut log, &ctl, &mut apart);
+    let mut notes: Vec<String> = apart.note().into_iter().collect();
     let (outcome, abi, leftovers, init_layers) = match result {
-        Ok(r) => (r.outcome, r.landlock_abi, r.leftovers, r.layers),
+        Ok(r) => {
+            notes.extend(r.notes);
+            (r.outcome, r.landlock_abi, r.leftovers, r.layers)
+        }
         Err(Fatal { layer, message }) => (Outcome::SetupFailed { layer, message }, None, 0, vec![]),
     };
     let mut layers = log.out;
@@ -44,6 +50,7 @@ pub(super) fn main(ctl: UnixStream) -> ! {
         landlock_abi: abi,
         outcome,
         leftovers,
+        notes,
     };
     // pincer may be gone (then nobody reads this); nothing else to do.
     let _ = wire::send(&ctl, &report);
@@ -77,6 +84,7 @@ fn run(
     root: bool,
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
+    apart: &mut Apart,
 ) -> Result<InitReport, Fatal> {
     let spec = &req.spec;
     log.apply(Layer::NoNewPrivs, || {
@@ -106,6 +114,9 @@ fn run(
             }
         }
     }
+    // Where the helpers go once the command runs (see `apart`), opened
+    // before the namespaces and the mounts change what this process sees.
+    *apart = Apart::open(&req.helper_cgroups);
 
     if root {
         log.skip(
@@ -152,7 +163,7 @@ fn run(
         Ok(((), "the run's cgroup is its root".into()))
     })?;
 
-    start_init(req, root, log, ctl)
+    start_init(req, root, log, ctl, apart)
 }
 
 /// A user namespace mapping pincer's uid and gid to themselves, so files
@@ -193,6 +204,7 @@ fn start_init(
     root: bool,
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
+    apart: &mut Apart,
 ) -> Result<InitReport, Fatal> {
     let fatal = |message: String| Fatal {
         layer: Layer::PidNamespace,
@@ -223,13 +235,19 @@ fn start_init(
         let _ = child.wait();
         return Err(f);
     }
+    // The init was born in the run's cgroups; this process may leave them
+    // (see `apart`), before the command exists. The init gets the helpers'
+    // cgroups to move itself once it has started the command.
+    apart.move_self("the helper");
     let init_req = InitRequest {
         version: PROTOCOL,
         spec: req.spec.clone(),
         layers: log.out.clone(),
         root,
+        apart: apart.paths(),
     };
-    if let Err(e) = wire::send(&ours, &init_req) {
+    if let Err(e) = wire::send_fds(&ours, &apart.fds()).and_then(|()| wire::send(&ours, &init_req))
+    {
         let _ = child.kill();
         let _ = child.wait();
         return Err(fatal(e));
@@ -267,20 +285,49 @@ fn start_init(
         )?,
     }
     let status = child.wait();
-    let got = wire::drain_now(&ours);
-    match wire::parse::<InitReport>(&got) {
-        Ok(r) => Ok(r),
-        Err(e) => {
-            let how = match status {
-                Ok(s) => s.to_string(),
-                Err(e) => e.to_string(),
-            };
-            let why = if pincer_gone {
-                "pincer is gone: the sandbox was killed".to_string()
-            } else {
-                format!("the sandbox's init ended ({how}) without a report: {e}")
-            };
-            Err(fatal(why))
-        }
+    let InitSaid {
+        ready,
+        started,
+        report,
+    } = wire::parse_init(&wire::drain_now(&ours));
+    match (report, ready) {
+        (Ok(r), _) => Ok(r),
+        (Err(_), _) if pincer_gone => Err(fatal("pincer is gone: the sandbox was killed".into())),
+        (Err(e), None) => Err(fatal(format!(
+            "the sandbox's init ended ({}) without a report: {e}",
+            describe(&status)
+        ))),
+        // Every layer was in place and the command started: say so, with
+        // the layers it ran under, rather than that it did not run.
+        (
+            Err(_),
+            Some(InitReady {
+                layers,
+                landlock_abi,
+            }),
+        ) => Ok(InitReport {
+            layers,
+            landlock_abi,
+            outcome: Outcome::InitDied {
+                message: format!(
+                    "the sandbox's init ended ({}) {}, without a report",
+                    describe(&status),
+                    if started {
+                        "while the command ran"
+                    } else {
+                        "as it started the command"
+                    }
+                ),
+            },
+            leftovers: 0,
+            notes: vec![],
+        }),
+    }
+}
+
+fn describe(status: &std::io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => s.to_string(),
+        Err(e) => e.to_string(),
     }
 }

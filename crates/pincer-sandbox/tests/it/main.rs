@@ -6,6 +6,7 @@
 
 mod corpus;
 mod lifecycle;
+mod limits;
 mod nonroot;
 mod support;
 mod tty;
@@ -19,6 +20,7 @@ fn main() {
     let mut trials: Vec<Trial> = Vec::new();
     trials.extend(corpus::trials());
     trials.extend(lifecycle::trials());
+    trials.extend(limits::trials());
     trials.extend(nonroot::trials());
     trials.extend(tty::trials());
     libtest_mimic::run(&args, trials).exit();
