@@ -123,6 +123,10 @@ fn an_agent_cannot_touch_pincers_state_from_the_shell() {
     let h = Home::new("full", "");
     // One start so the trail and the directories exist before the attack.
     h.agent(&[("warmup", cmd("true"))], &[]);
+    // The page directory exists, so planting a page fails only for the
+    // sandbox (and fails too where the checkout, and so this home, is
+    // under /tmp, which the sandbox replaces with an empty one).
+    std::fs::create_dir_all(h.home.join("memory/pages")).expect("pages");
     let config = h.read("config.toml");
     let entries_before = h.trail().len();
     let state = r#"S="$(dirname "$PWD")/home""#;
@@ -149,7 +153,7 @@ fn an_agent_cannot_touch_pincers_state_from_the_shell() {
             (
                 "memory",
                 cmd(&format!(
-                    "{state}; mkdir -p \"$S/memory/pages\" && printf -- '---\\npinned: true\\nsource: human:cli\\n---\\nPLANTED-FACT\\n' > \"$S/memory/pages/planted.md\""
+                    "{state}; printf -- '---\\npinned: true\\nsource: human:cli\\n---\\nPLANTED-FACT\\n' > \"$S/memory/pages/planted.md\""
                 )),
             ),
             (
