@@ -28,7 +28,7 @@ pub mod untrusted;
 pub use config::{McpConfig, ServerConfig, Transport, WorkspaceAccess};
 pub use server::{CallOutput, ListedTool, MAX_RESTARTS, Refusals, Server, ServerFacts};
 pub use stdio::{Launch, MAX_LINE};
-pub use tool::{McpTool, tools_of};
+pub use tool::{McpTool, PlannedTool, planned_tools, tools_of};
 
 /// Why an MCP server or one of its calls failed. Every message names the
 /// server (and the tool), and is meant for the model or the person.

@@ -102,8 +102,12 @@ impl Connection {
 struct Watch {
     name: String,
     audit: Option<Arc<Audit>>,
-    /// Fingerprints of every tool listed at start, by the server's name.
-    pinned: Mutex<BTreeMap<String, String>>,
+    /// Fingerprints of every tool listed at start, by the server's name
+    /// (`None` until the start completes).
+    pinned: Mutex<Option<BTreeMap<String, String>>>,
+    /// A change was announced before the list was pinned: list again once
+    /// it is.
+    early: std::sync::atomic::AtomicBool,
     /// Tools refused from now on (changed or gone), with why.
     refused: Refusals,
     /// Changes already reported (so one change is one entry).
@@ -119,7 +123,10 @@ impl Watch {
     /// Compares a fresh listing with the pinned one; records and reports
     /// what is new.
     fn compare(&self, fresh: &[Value], when: &str) {
-        let pinned = Self::lock(&self.pinned).clone();
+        let Some(pinned) = Self::lock(&self.pinned).clone() else {
+            self.early.store(true, std::sync::atomic::Ordering::SeqCst);
+            return;
+        };
         let now: BTreeMap<String, String> = fresh
             .iter()
             .filter_map(|t| Some((t.get("name")?.as_str()?.to_string(), fingerprint(t))))
@@ -239,19 +246,24 @@ impl rmcp::ClientHandler for Handler {
         let peer = context.peer.clone();
         // Not inline: the listing's answer arrives on the connection this
         // handler is called from.
-        tokio::spawn(async move {
-            match tokio::time::timeout(watch.timeout, list_tools(&peer)).await {
-                Ok(Ok((tools, _))) => watch.compare(&tools, "during the session"),
-                Ok(Err(e)) => tracing::warn!(
-                    "mcp server `{}` said its tool list changed, and listing it failed: {e}",
-                    watch.name
-                ),
-                Err(_) => tracing::warn!(
-                    "mcp server `{}` said its tool list changed, and did not list it in time",
-                    watch.name
-                ),
-            }
-        });
+        tokio::spawn(relist(watch, peer));
+    }
+}
+
+/// Lists the tools again after a change was announced, and compares.
+async fn relist(watch: Arc<Watch>, peer: Peer<RoleClient>) {
+    match tokio::time::timeout(watch.timeout, list_tools(&peer)).await {
+        Ok(Ok((tools, _))) => watch.compare(&tools, "during the session"),
+        // Going away (pincer stops it): nothing to report.
+        Ok(Err(rmcp::ServiceError::TransportClosed)) => {}
+        Ok(Err(e)) => tracing::warn!(
+            "mcp server `{}` said its tool list changed, and listing it failed: {e}",
+            watch.name
+        ),
+        Err(_) => tracing::warn!(
+            "mcp server `{}` said its tool list changed, and did not list it in time",
+            watch.name
+        ),
     }
 }
 
@@ -343,7 +355,8 @@ impl Server {
         let watch = Arc::new(Watch {
             name: cfg.name.clone(),
             audit,
-            pinned: Mutex::new(BTreeMap::new()),
+            pinned: Mutex::new(None),
+            early: std::sync::atomic::AtomicBool::new(false),
             refused: Refusals::default(),
             reported: Mutex::new(BTreeSet::new()),
             timeout: cfg.timeout,
@@ -351,10 +364,15 @@ impl Server {
         let t0 = Instant::now();
         let (conn, listed, truncated) = connect(&cfg, &launch, &watch).await?;
         let start_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-        *Watch::lock(&watch.pinned) = listed
-            .iter()
-            .filter_map(|t| Some((t.get("name")?.as_str()?.to_string(), fingerprint(t))))
-            .collect();
+        *Watch::lock(&watch.pinned) = Some(
+            listed
+                .iter()
+                .filter_map(|t| Some((t.get("name")?.as_str()?.to_string(), fingerprint(t))))
+                .collect(),
+        );
+        if watch.early.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            tokio::spawn(relist(watch.clone(), conn.peer()));
+        }
         let peer_info = conn
             .service
             .peer()

@@ -131,3 +131,73 @@ impl Tool for McpTool {
         })
     }
 }
+
+/// A tool an allowlist names exactly, as the gate would judge it before
+/// the server runs (`pincer policy explain`, `doctor`'s deny-pattern
+/// check): the configured risk, no schema (the server has not said it).
+/// It never reaches a server: running one is an error.
+#[derive(Debug)]
+pub struct PlannedTool {
+    name: String,
+    tool: String,
+    server: String,
+    risk: Risk,
+    transport: &'static str,
+}
+
+/// One [`PlannedTool`] per exact (glob-free) allowlist entry of every
+/// server that the model could carry.
+pub fn planned_tools(cfg: &crate::McpConfig) -> Vec<Arc<dyn Tool>> {
+    let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+    for s in &cfg.servers {
+        for t in s.tools.iter().filter(|p| !p.contains(['*', '?', '['])) {
+            if let Ok(name) = crate::untrusted::exposed_name(&s.name, t) {
+                out.push(Arc::new(PlannedTool {
+                    name,
+                    tool: t.clone(),
+                    server: s.name.clone(),
+                    risk: s.risk_of(t),
+                    transport: s.transport.as_str(),
+                }));
+            }
+        }
+    }
+    out
+}
+
+impl Tool for PlannedTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "a tool of an MCP server, as configured (the server is not running)"
+    }
+
+    fn parameters_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    fn assess(&self, _args: &Value) -> Assessment {
+        Assessment::new(
+            self.risk,
+            format!(
+                "tool `{}` of mcp server `{}` is {} risk ([mcp.servers.{}] risk / tool_risk); its arguments are checked against the server's input schema once it runs",
+                self.tool,
+                self.server,
+                self.risk.as_str(),
+                self.server
+            ),
+        )
+        .with_subject(json!({"server": self.server, "tool": self.tool, "transport": self.transport}))
+    }
+
+    fn execute<'a>(&'a self, _permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            Err(ToolError::RespondToModel(format!(
+                "mcp server `{}` is not running in this process",
+                self.server
+            )))
+        })
+    }
+}
