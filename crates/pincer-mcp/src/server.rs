@@ -23,7 +23,9 @@ use pincer_core::canonical::{sha256_hex, to_canonical_string};
 use pincer_core::policy::Risk;
 use pincer_core::text::one_line;
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use serde::Serialize;
 use serde_json::Value;
@@ -236,6 +238,11 @@ struct Handler {
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default();
+        // The newest version with the initialize handshake, which every
+        // server we test against (the reference servers, the conformance
+        // suite) speaks; a server that knows only older ones says so and
+        // the handshake settles on its version.
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info.capabilities = ClientCapabilities::default();
         info.client_info = Implementation::new("pincer", env!("CARGO_PKG_VERSION"));
         info
