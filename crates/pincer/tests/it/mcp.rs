@@ -1,8 +1,9 @@
 //! MCP through the real binary: the agent using a tool of the reference
 //! server `server-everything` (npm) through the gate, with its audit
 //! entries; `pincer mcp list|tools|call` recorded as human:cli; `doctor`
-//! reporting each server; and a server written for the test (a dash
-//! script speaking JSON-RPC) that dies mid-call, with the session going on.
+//! reporting each server; servers written for the test (dash scripts
+//! speaking JSON-RPC): one that dies mid-call, sends garbage and stalls,
+//! with the session going on, and one that tries to read PINCER_HOME.
 //!
 //! The npm servers come from `scripts/mcp-npm.sh` (`PINCER_MCP_NPM`).
 //! Without them these tests print why and pass without running; with
@@ -301,7 +302,9 @@ fn doctor_reports_each_server_and_one_that_does_not_start_is_an_error() {
 }
 
 /// A server written for the test: dash reading JSON-RPC lines and
-/// answering with printf. `boom` exits in the middle of the call.
+/// answering with printf. `boom` exits in the middle of the call,
+/// `garbage` answers with a line that is not JSON, `slow` answers after
+/// the call's timeout (in the background, so the next call is answered).
 const SH_SERVER: &str = r#"#!/bin/sh
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
@@ -310,9 +313,13 @@ while IFS= read -r line; do
       v=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
       printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" "$v" ;;
     *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"boom","description":"Dies.","inputSchema":{"type":"object"}},{"name":"echo","description":"Pong.","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"boom","description":"Dies.","inputSchema":{"type":"object"}},{"name":"garbage","description":"Noise.","inputSchema":{"type":"object"}},{"name":"slow","description":"Late.","inputSchema":{"type":"object"}},{"name":"echo","description":"Pong.","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
     *'"name":"boom"'*)
       echo "sh server: exploding" >&2; exit 4 ;;
+    *'"name":"garbage"'*)
+      echo "Segmentation fault (core dumped)" ;;
+    *'"name":"slow"'*)
+      (sleep 3; printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"late"}]}}\n' "$id") & ;;
     *'"method":"tools/call"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"pong"}]}}\n' "$id" ;;
   esac
@@ -322,17 +329,21 @@ done
 const DIES_SCRIPT: &str = r#"{"turns": [
   {"tool_calls": [{"id": "b", "name": "sh__boom", "arguments": {}}], "expect": {"last_role": "user"}},
   {"tool_calls": [{"id": "p", "name": "sh__echo", "arguments": {}}], "expect": {"last_role": "tool", "last_message_contains": "exploding"}},
+  {"tool_calls": [{"id": "g", "name": "sh__garbage", "arguments": {}}], "expect": {"last_role": "tool", "last_message_contains": "pong"}},
+  {"tool_calls": [{"id": "p2", "name": "sh__echo", "arguments": {}}], "expect": {"last_role": "tool", "last_message_contains": "not a JSON-RPC message"}},
+  {"tool_calls": [{"id": "s", "name": "sh__slow", "arguments": {}}], "expect": {"last_role": "tool", "last_message_contains": "pong"}},
+  {"tool_calls": [{"id": "p3", "name": "sh__echo", "arguments": {}}], "expect": {"last_role": "tool", "last_message_contains": "did not answer"}},
   {"text": "It came back.", "expect": {"last_role": "tool", "last_message_contains": "pong"}}
 ]}"#;
 
 #[test]
-fn a_server_that_dies_mid_call_is_a_tool_error_and_the_session_goes_on() {
+fn a_server_that_dies_sends_garbage_or_stalls_is_a_tool_error_and_the_session_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().canonicalize().unwrap();
     let script = dir.join("server.sh");
     std::fs::write(&script, SH_SERVER).unwrap();
     let extra = format!(
-        "[mcp.servers.sh]\ncommand = [\"/bin/sh\", {:?}]\nread_only = [{:?}]\ntools = [\"*\"]\nrisk = \"low\"\n",
+        "[mcp.servers.sh]\ncommand = [\"/bin/sh\", {:?}]\nread_only = [{:?}]\ntools = [\"*\"]\nrisk = \"low\"\ntimeout_secs = 1\n",
         script.display().to_string(),
         dir.display().to_string()
     );
@@ -346,9 +357,14 @@ fn a_server_that_dies_mid_call_is_a_tool_error_and_the_session_goes_on() {
     assert_eq!(
         finished(&out),
         [
-            ("sh__boom".to_string(), "error".to_string()),
-            ("sh__echo".to_string(), "ok".to_string())
-        ],
+            ("sh__boom", "error"),
+            ("sh__echo", "ok"),
+            ("sh__garbage", "error"),
+            ("sh__echo", "ok"),
+            ("sh__slow", "error"),
+            ("sh__echo", "ok")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
         "{out}"
     );
     // The session is valid: the next turn runs on it (a new process reads
@@ -373,6 +389,23 @@ fn a_server_that_dies_mid_call_is_a_tool_error_and_the_session_goes_on() {
     assert!(
         err.contains("exit status: 4") && err.contains("exploding"),
         "{boom}"
+    );
+    let error_of = |tool: &str| {
+        all.iter()
+            .find(|e| e["kind"] == "tool.call" && e["data"]["tool"] == tool)
+            .and_then(|e| e["data"]["error"].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let garbage = error_of("sh__garbage");
+    assert!(
+        garbage.contains("not a JSON-RPC message") && garbage.contains("Segmentation"),
+        "{garbage}"
+    );
+    let slow = error_of("sh__slow");
+    assert!(
+        slow.contains("within 1 s") && slow.contains("cancelled"),
+        "{slow}"
     );
     let echo = all
         .iter()
