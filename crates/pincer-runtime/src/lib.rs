@@ -19,6 +19,7 @@
 
 mod env;
 pub mod gate;
+pub mod mcp;
 pub mod person;
 pub mod prompt;
 pub mod providers;
@@ -106,6 +107,9 @@ pub enum RuntimeError {
     Session(#[from] pincer_core::session::SessionError),
     #[error(transparent)]
     Queue(#[from] pincer_core::approvals::QueueError),
+    /// An MCP server named by a person could not be used.
+    #[error("{0}")]
+    Mcp(String),
     #[error("{what} {}: {source}", path.display())]
     Io {
         what: &'static str,
@@ -177,11 +181,14 @@ impl Runtime {
         let hardware = tools::hardware(&settings, &env)?;
         let offered = tools::offers_hardware(&hardware).then(|| hardware.clone());
         let tools::Tools {
-            tools,
+            mut tools,
             mut warnings,
         } = tools::agent_tools(&home, &settings, &env, workspace.clone(), offered)?;
         warnings.extend(tools::old_workspace_warning(&home, workspace.root()));
         let audit = open_audit(&home)?;
+        let mcp = mcp::start(&home, &settings, &env, &workspace, audit.clone()).await;
+        tools.extend(mcp.tools);
+        warnings.extend(mcp.warnings);
         gate::record_config_load(&settings, &audit, &warnings)?;
         let store = SessionStore::open(home.sessions_dir(), settings.core.session.fsync)?;
         let actor = pincer_core::actor::agent(&settings.core.agent.agent_id);

@@ -2,10 +2,10 @@
 //! section by the crate that owns it (`[session]`, `[context]`, `[agent]`,
 //! `[policy]`, `[[hooks]]` by pincer-core; `[providers.NAME]` by
 //! pincer-providers; `[shell]` by pincer-tools; `[hardware]` by pincer-hw;
-//! a front-end's own section, such as the Claude Code adapter's
-//! `[claude_code]`, by that front-end, which the binary passes in as a
-//! [`FrontEndSection`]), every error naming the file, the line and the key.
-//! A top-level key no crate owns is an error too.
+//! `[mcp]` by pincer-mcp; a front-end's own section, such as the Claude
+//! Code adapter's `[claude_code]`, by that front-end, which the binary
+//! passes in as a [`FrontEndSection`]), every error naming the file, the
+//! line and the key. A top-level key no crate owns is an error too.
 
 use pincer_core::canonical::sha256_hex;
 use pincer_core::config::{Config, ConfigError, Source};
@@ -53,6 +53,8 @@ pub struct Settings {
     /// The validated value of each [`FrontEndSection`] the binary passed.
     #[serde(skip)]
     pub front_ends: BTreeMap<&'static str, serde_json::Value>,
+    /// `[mcp.servers.NAME]` tables (feature `mcp`).
+    pub mcp: crate::mcp::McpSettings,
 }
 
 /// Every top-level table pincer reads, and who owns it: the runtime's
@@ -62,6 +64,7 @@ fn sections(front_ends: &[FrontEndSection]) -> Vec<&'static str> {
     all.push(providers::SECTION);
     all.push(pincer_tools::config::SECTION);
     all.push("hardware");
+    all.push(crate::mcp::SECTION);
     all.extend(front_ends.iter().map(|f| f.name));
     all
 }
@@ -78,6 +81,7 @@ impl Settings {
             shell: ShellConfig::default(),
             hardware: HardwareConfig::default(),
             front_ends: BTreeMap::new(),
+            mcp: Default::default(),
         }
     }
 
@@ -144,6 +148,7 @@ impl Settings {
         }
         let shell = pincer_tools::config::parse_section(&src)?;
         let hardware = parse_hardware(&src)?;
+        let mcp = crate::mcp::parse_section(&src)?;
         Ok(Settings {
             path: path.to_path_buf(),
             found: true,
@@ -153,6 +158,7 @@ impl Settings {
             shell,
             hardware,
             front_ends: parse_front_ends(&src, front_ends)?,
+            mcp,
         })
     }
 
@@ -225,6 +231,7 @@ pub fn default_config_toml_with(front_ends: &[FrontEndSection]) -> String {
         providers::EXAMPLE_TOML,
         pincer_tools::config::EXAMPLE_TOML,
         pincer_hw::config::EXAMPLE_TOML,
+        crate::mcp::EXAMPLE_TOML,
     ]
     .concat();
     for f in front_ends {

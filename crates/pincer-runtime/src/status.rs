@@ -221,6 +221,9 @@ pub struct Report {
     pub skills: Vec<String>,
     /// What the front-ends built into this binary report.
     pub front_ends: Vec<FrontEnd>,
+    /// Each configured MCP server: as configured (`status`), or started,
+    /// with its tools (`doctor`).
+    pub mcp: Vec<crate::mcp::ServerStatus>,
 }
 
 impl Report {
@@ -249,6 +252,7 @@ impl Report {
             "hardware": self.hardware,
             "sandbox": self.sandbox,
             "front_ends": self.front_ends,
+            "mcp": self.mcp,
         })
     }
 }
@@ -297,6 +301,15 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
     let sandbox = sandbox(home, settings, env, depth, &mut errors, &mut warnings).await;
     let memory = memory(home, &mut errors, &mut warnings);
     let hardware = hardware(settings, env, &mut errors, &mut warnings);
+    let mcp = crate::mcp::report(
+        home,
+        settings,
+        env,
+        depth == Depth::Full,
+        &mut errors,
+        &mut warnings,
+    )
+    .await;
     let skills = match pincer_core::skills::load(&home.skills_dir()) {
         Ok((skills, problems)) => {
             for p in problems {
@@ -335,6 +348,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
         providers,
         skills,
         front_ends: Vec::new(),
+        mcp,
     }
 }
 

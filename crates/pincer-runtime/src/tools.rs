@@ -362,8 +362,9 @@ fn assemble(
 /// running them (`pincer policy explain`, `doctor`): the same protected
 /// paths, over the real workspace when it opens, else over the home's
 /// default one (a misconfigured workspace must not stop an explanation);
-/// the hardware tools whichever board was found, and the shell whether or
-/// not this machine can sandbox it (judging a call needs the tool).
+/// the hardware tools whichever board was found, the shell whether or
+/// not this machine can sandbox it (judging a call needs the tool), and
+/// the MCP tools the config names exactly.
 pub fn assessment_tools(
     home: &Home,
     settings: &Settings,
@@ -376,7 +377,10 @@ pub fn assessment_tools(
         };
     let hw = hardware(settings, env)?;
     let shell = shell(home, settings, env, ws.clone())?;
-    Ok(assemble(home, settings, ws, Some(shell.tool), Some(hw)))
+    let mut tools = assemble(home, settings, ws, Some(shell.tool), Some(hw));
+    // MCP tools the config names exactly, judged without starting servers.
+    tools.extend(crate::mcp::planned_tools(settings));
+    Ok(tools)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::report::{LayerStatus, Outcome, Report, State, describe_signal};
 use crate::spec::{Layer, Spec, SpecError};
 use crate::wire::{self, MAX_REQUEST, OuterRequest, PROTOCOL};
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -134,6 +134,21 @@ impl Sandbox {
         // The request fits in the socket's buffer, so this does not wait for
         // the helper; non-blocking so a smaller buffer is an error, not a hang.
         ours.set_nonblocking(true).map_err(io("control socket"))?;
+        // One byte with the descriptors goes first (see `wire`): the read
+        // end of the command's stdin pipe when piped (closed here once
+        // sent; pincer keeps the write end), else none.
+        let (read, stdin) = if spec.pipe_stdin {
+            let (read, write) = std::io::pipe().map_err(io("creating the stdin pipe"))?;
+            (Some(read), Some(write))
+        } else {
+            (None, None)
+        };
+        let fds: Vec<_> = read.iter().map(AsFd::as_fd).collect();
+        wire::send_fds(&ours, &fds).map_err(|e| SandboxError::Io {
+            what: "writing the request".into(),
+            source: std::io::Error::other(e),
+        })?;
+        drop(read);
         (&ours)
             .write_all(&bytes)
             .map_err(io("writing the request"))?;
@@ -153,6 +168,7 @@ impl Sandbox {
                 control: ours,
                 cgroups,
                 pre,
+                stdin,
             },
         })
     }
@@ -168,7 +184,8 @@ fn degraded(layer: Layer, detail: String) -> LayerStatus {
 
 /// A run ready to spawn: set `command`'s stdout and stderr (and a process
 /// group if wanted), spawn it, drop the command, and keep `pending` until
-/// the child is reaped. Do not change its stdin: that is the control socket.
+/// the child is reaped. Do not change its stdin: that is the control socket
+/// (the command's own stdin, when piped, is [`Pending::take_stdin`]).
 #[derive(Debug)]
 pub struct Prepared {
     pub command: Command,
@@ -183,6 +200,7 @@ pub struct Pending {
     control: UnixStream,
     cgroups: RunCgroups,
     pre: Vec<LayerStatus>,
+    stdin: Option<std::io::PipeWriter>,
 }
 
 /// How the command ended.
@@ -288,6 +306,13 @@ impl Finished {
 }
 
 impl Pending {
+    /// The write end of the command's stdin, when the spec asked for
+    /// [`Spec::pipe_stdin`] (once; later calls give `None`). Closing it is
+    /// the command's end of input.
+    pub fn take_stdin(&mut self) -> Option<std::io::PipeWriter> {
+        self.stdin.take()
+    }
+
     /// SIGKILLs every process of the command through the run's cgroups
     /// (for a timeout; the caller also kills the helper it spawned, whose
     /// death takes the PID namespace down: the helpers leave the run's

@@ -243,6 +243,13 @@ pub struct Spec {
     /// Layers that may degrade on this machine instead of stopping the run.
     /// Empty by default: every required layer or nothing.
     pub degrade: BTreeSet<Layer>,
+    /// The command's stdin is a pipe the caller writes
+    /// ([`crate::Pending::take_stdin`]) instead of `/dev/null`: for a
+    /// long-lived program that speaks over stdin and stdout (an MCP
+    /// server). The read end reaches the command over the control socket
+    /// (`SCM_RIGHTS`), never through an inherited descriptor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipe_stdin: bool,
     /// Fault injection for tests and `sandbox check`: this layer's set-up
     /// fails as if the machine lacked it (it can only make a run fail or,
     /// when also in `degrade`, degrade — never widen anything).
@@ -278,7 +285,7 @@ impl Spec {
     /// A spec with the defaults: cwd = workspace, the existing system
     /// directories read-only, nothing hidden, `HOME` in the private `/tmp`,
     /// no environment but `HOME` and `PINCER_AGENT`, network off, default
-    /// limits, nothing allowed to degrade.
+    /// limits, nothing allowed to degrade, stdin `/dev/null`.
     pub fn new(argv: Vec<String>, workspace: impl Into<PathBuf>, agent: &str) -> Spec {
         let workspace = workspace.into();
         Spec {
@@ -293,6 +300,7 @@ impl Spec {
             network: false,
             limits: Limits::default(),
             degrade: BTreeSet::new(),
+            pipe_stdin: false,
             inject_failure: None,
         }
     }

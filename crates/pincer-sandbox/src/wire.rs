@@ -4,7 +4,14 @@
 //! child answers with one JSON report before it exits — the init first
 //! says, one JSON object a line, that it is starting the command and that
 //! it has ([`InitMessage`]), then how it ended. Nothing else speaks on
-//! it, and the command never has it (its stdin is `/dev/null`).
+//! it, and the command never has it (its stdin is `/dev/null`, or the
+//! read end of a pipe pincer writes when the spec asks for
+//! [`crate::Spec::pipe_stdin`]).
+//!
+//! Each request is preceded by one byte carrying descriptors
+//! (`SCM_RIGHTS`, [`send_fds`]): to the outer helper, the command's stdin
+//! pipe when piped (or none); to the init, the helpers' cgroups, then that
+//! pipe.
 
 use crate::report::{LayerStatus, Outcome};
 use crate::spec::{Layer, Spec};
@@ -16,7 +23,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-pub(crate) const PROTOCOL: u32 = 2;
+pub(crate) const PROTOCOL: u32 = 3;
 /// Largest message either side accepts.
 pub(crate) const MAX_MESSAGE: usize = 1 << 20;
 /// Largest request pincer writes before the helper runs: it must fit in the
@@ -127,7 +134,7 @@ pub(crate) fn parse_init(buf: &[u8]) -> InitSaid {
 }
 
 /// At most this many descriptors go with [`send_fds`] (one per cgroup
-/// hierarchy a run uses: two on a hybrid machine).
+/// hierarchy a run uses, two on a hybrid machine, and the stdin pipe).
 const MAX_FDS: usize = 4;
 
 /// Sends `fds` (at most [`MAX_FDS`]) with one byte, ahead of the request.
@@ -318,5 +325,34 @@ mod tests {
         cut.extend_from_slice(&finished()[..10]);
         let cut = parse_init(&cut);
         assert!(cut.ready.is_some() && cut.report.expect_err("cut").contains("malformed"));
+    }
+
+    #[test]
+    fn a_pipe_travels_ahead_of_its_request_and_works_on_the_other_side() {
+        let (a, b) = UnixStream::pair().expect("pair");
+        let (mut read, write) = std::io::pipe().expect("pipe");
+        send_fds(&a, &[std::os::fd::AsFd::as_fd(&write)]).expect("fds");
+        send(&a, &serde_json::json!({"big": "x".repeat(100_000)})).expect("send");
+        drop(write);
+        let mut fds = recv_fds(&b).expect("recv fds");
+        let v: serde_json::Value = recv(&b).expect("recv");
+        assert_eq!(v["big"].as_str().map(str::len), Some(100_000));
+        assert_eq!(fds.len(), 1);
+        let mut w = std::fs::File::from(fds.remove(0));
+        w.write_all(b"through").expect("write");
+        drop(w);
+        let mut got = String::new();
+        read.read_to_string(&mut got).expect("read");
+        assert_eq!(got, "through");
+    }
+
+    #[test]
+    fn no_descriptor_is_an_empty_list_not_an_error() {
+        let (a, b) = UnixStream::pair().expect("pair");
+        send_fds(&a, &[]).expect("fds");
+        send(&a, &serde_json::json!({"k": 1})).expect("send");
+        assert!(recv_fds(&b).expect("recv fds").is_empty());
+        let v: serde_json::Value = recv(&b).expect("recv");
+        assert_eq!(v["k"], 1);
     }
 }

@@ -121,6 +121,7 @@ fn summary(o: &mut String, r: &Report) {
         ))
     );
     let _ = writeln!(o, "sandbox:   {}", part(&r.sandbox, sandbox_line));
+    let _ = writeln!(o, "mcp:       {}", mcp_line(&r.mcp));
     let _ = writeln!(
         o,
         "hardware:  {}",
@@ -138,6 +139,73 @@ fn summary(o: &mut String, r: &Report) {
             format!("{}:", f.name.replace('_', " ")),
             terminal_safe(&f.summary)
         );
+    }
+}
+
+/// The MCP servers on one line: name (transport), and the state when
+/// they were started.
+fn mcp_line(servers: &[pincer_runtime::mcp::ServerStatus]) -> String {
+    if servers.is_empty() {
+        return "no servers configured".to_string();
+    }
+    let each: Vec<String> = servers
+        .iter()
+        .map(|s| match s.state {
+            "ok" => format!(
+                "{} ({}, ok, {} tools offered)",
+                s.name,
+                s.transport,
+                s.offered.len()
+            ),
+            "error" => format!("{} ({}, DID NOT START)", s.name, s.transport),
+            _ => format!("{} ({})", s.name, s.transport),
+        })
+        .collect();
+    each.join(", ")
+}
+
+/// Each MCP server that was started: what it is, how it runs, what it
+/// offers and what not (the errors are under errors).
+fn mcp_servers(o: &mut String, servers: &[pincer_runtime::mcp::ServerStatus]) {
+    if servers.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "mcp servers:");
+    for s in servers {
+        let how = match (s.network, s.workspace) {
+            (Some(net), Some(ws)) => format!(
+                ", sandboxed, network {}, workspace {ws}",
+                if net { "ON" } else { "off" }
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  {} ({} {}{how}), risk {}, tools {}",
+            s.name,
+            s.transport,
+            terminal_safe(&s.target),
+            s.risk,
+            list(&s.tools)
+        );
+        if s.state == "ok" {
+            let _ = writeln!(
+                o,
+                "    {} ({}), started in {} ms; offered: {}",
+                terminal_safe(s.server.as_deref().unwrap_or("")),
+                terminal_safe(s.protocol.as_deref().unwrap_or("")),
+                s.start_ms.unwrap_or(0),
+                list(&s.offered)
+            );
+            for n in &s.not_offered {
+                let _ = writeln!(
+                    o,
+                    "    not offered: {}: {}",
+                    terminal_safe(&n.tool),
+                    terminal_safe(&n.why)
+                );
+            }
+        }
     }
 }
 
@@ -308,6 +376,7 @@ fn render_doctor(r: &Report) -> String {
         render_checks(&mut o, &[&pr.health, &pr.models], &pr.model_ids);
     }
     let _ = writeln!(o, "skills:    {}", list(&r.skills));
+    mcp_servers(&mut o, &r.mcp);
     if let Part::Ok(sb) = &r.sandbox {
         sandbox_layers(&mut o, sb);
     }

@@ -11,6 +11,8 @@ mod doctor;
 #[cfg(feature = "claude-code")]
 mod hook_cmd;
 mod hw_cmd;
+#[cfg(feature = "mcp")]
+mod mcp_cmd;
 #[cfg(feature = "membench")]
 mod membench_cmd;
 mod memory_cmd;
@@ -30,6 +32,7 @@ const FEATURES: &[(&str, bool)] = &[
     ("claude-code", cfg!(feature = "claude-code")),
     ("fts5", cfg!(feature = "fts5")),
     ("membench", cfg!(feature = "membench")),
+    ("mcp", cfg!(feature = "mcp")),
 ];
 
 /// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.
@@ -185,6 +188,11 @@ enum Command {
     #[cfg(feature = "claude-code")]
     #[command(subcommand)]
     Hook(hook_cmd::HookCmd),
+    /// MCP servers ([mcp.servers.NAME]): list them, their tools, or call
+    /// one as you (recorded in the audit trail as human:cli).
+    #[cfg(feature = "mcp")]
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCmd),
 }
 
 /// Everything the commands need from the environment and the config file,
@@ -353,6 +361,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Membench(args) => membench_cmd::run(args),
         #[cfg(feature = "claude-code")]
         Command::Hook(cmd) => hook_cmd::run(cli.home, cmd),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(cmd) => mcp_cmd::run(&load_ctx(cli.home)?, cmd),
     }
 }
 

@@ -42,6 +42,9 @@ pub enum Kind {
     ClaudePreToolUse,
     ClaudePostToolUse,
     ClaudeSessionEnd,
+    McpCall,
+    McpResult,
+    McpChange,
 }
 
 impl Kind {
@@ -69,6 +72,9 @@ impl Kind {
         Kind::ClaudePreToolUse,
         Kind::ClaudePostToolUse,
         Kind::ClaudeSessionEnd,
+        Kind::McpCall,
+        Kind::McpResult,
+        Kind::McpChange,
     ];
 
     /// The name stored in an entry's `kind` field.
@@ -97,6 +103,9 @@ impl Kind {
             Kind::ClaudePreToolUse => "claude.pre_tool_use",
             Kind::ClaudePostToolUse => "claude.post_tool_use",
             Kind::ClaudeSessionEnd => "claude.session_end",
+            Kind::McpCall => "mcp.call",
+            Kind::McpResult => "mcp.result",
+            Kind::McpChange => "mcp.change",
         }
     }
 
@@ -130,6 +139,9 @@ impl Kind {
             Kind::ClaudePreToolUse => "pincer's answer to a Claude Code tool call, before it runs",
             Kind::ClaudePostToolUse => "how a Claude Code tool call ended",
             Kind::ClaudeSessionEnd => "a Claude Code session ended",
+            Kind::McpCall => "a person's `pincer mcp call`, before it is sent",
+            Kind::McpResult => "the result of a `pincer mcp call`",
+            Kind::McpChange => "an MCP server's tool list changed after pincer started",
         }
     }
 
@@ -695,6 +707,58 @@ pub struct ClaudeSessionEnd {
     pub reason: Option<String>,
 }
 payload!(ClaudeSessionEnd, ClaudeSessionEnd);
+/// A person's call of an MCP server's tool (`mcp.call`), recorded before
+/// it is sent (people are recorded, not gated; the agent's calls are
+/// `gate.decision` and `tool.call` entries like any tool's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCall {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The risk the config gives the tool.
+    pub risk: Risk,
+    /// Whether the agent is offered the tool (a person may call any tool
+    /// the server lists).
+    pub offered: bool,
+    /// `allowed`, or `invalid` when the arguments do not match the tool's
+    /// input schema (nothing is sent).
+    pub decision: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+payload!(McpCall, McpCall);
+
+/// How a person's MCP call ended (`mcp.result`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpResult {
+    pub server: String,
+    pub tool: String,
+    pub status: CallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_bytes: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+payload!(McpResult, McpResult);
+
+/// An MCP server's tool list differs from the one pincer started with
+/// (`mcp.change`): its new tools are not offered, changed and removed
+/// ones are refused, until pincer starts again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpChange {
+    pub server: String,
+    /// When it was seen (`during the session`, `when it was started again`).
+    pub when: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+payload!(McpChange, McpChange);
 
 #[cfg(test)]
 mod tests {

@@ -12,11 +12,22 @@ use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 
 pub(super) fn main(ctl: UnixStream) -> ! {
-    // The helpers' cgroups come first, then the request (see `apart`).
+    // The helpers' cgroups (and the command's stdin pipe, last) come
+    // first, then the request (see `apart`).
     let fds = wire::recv_fds(&ctl);
     let req = match wire::recv::<InitRequest>(&ctl) {
         Ok(r) if r.version == PROTOCOL => r,
         _ => std::process::exit(super::EXIT_SETUP),
+    };
+    // The command's stdin pipe, exactly when the spec asks for one: the
+    // outer helper sends one descriptor more than it names cgroups.
+    let (fds, stdin) = match (fds, req.spec.pipe_stdin) {
+        (Ok(mut fds), true) if fds.len() == req.apart.len() + 1 => match fds.pop() {
+            Some(fd) => (Ok(fds), Stdio::from(fd)),
+            None => std::process::exit(super::EXIT_SETUP),
+        },
+        (_, true) => std::process::exit(super::EXIT_SETUP),
+        (fds, false) => (fds, Stdio::null()),
     };
     let mut apart = match fds {
         Ok(fds) => Apart::received(fds, &req.apart),
@@ -27,7 +38,7 @@ pub(super) fn main(ctl: UnixStream) -> ! {
         }
     };
     let mut log = LayerLog::new(&req.spec, req.root);
-    let result = run(&req, &mut log, &ctl, &mut apart);
+    let result = run(&req, &mut log, &ctl, &mut apart, stdin);
     let notes = apart.note().into_iter().collect();
     let report = match result {
         Ok((outcome, landlock_abi, leftovers)) => InitReport {
@@ -55,6 +66,7 @@ fn run(
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
     apart: &mut Apart,
+    stdin: Stdio,
 ) -> Result<(Outcome, Option<u32>, u32), Fatal> {
     let spec = &req.spec;
     let outer = |layer: Layer| {
@@ -135,7 +147,7 @@ fn run(
             .env_clear()
             .envs(env)
             .current_dir(&spec.cwd)
-            .stdin(Stdio::null());
+            .stdin(stdin);
         match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {

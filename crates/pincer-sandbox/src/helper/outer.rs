@@ -8,11 +8,16 @@ use crate::wire::{self, InitReady, InitReport, InitRequest, InitSaid, OuterReque
 use nix::sched::CloneFlags;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, PidfdFlags, Signal};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 
 pub(super) fn main(ctl: UnixStream) -> ! {
+    // The command's stdin pipe (when piped) comes first, then the request.
+    let mut fds = match wire::recv_fds(&ctl) {
+        Ok(fds) => fds,
+        Err(e) => bail(&format!("bad request: {e}")),
+    };
     let req: OuterRequest = match wire::recv(&ctl) {
         Ok(r) => r,
         Err(e) => bail(&format!("bad request: {e}")),
@@ -26,13 +31,19 @@ pub(super) fn main(ctl: UnixStream) -> ! {
     if let Err(e) = req.spec.validate() {
         bail(&e.to_string());
     }
+    // The command's stdin pipe, exactly when the spec asks for one.
+    let stdin = match (req.spec.pipe_stdin, fds.pop(), fds.is_empty()) {
+        (true, Some(fd), true) => Some(fd),
+        (false, None, _) => None,
+        _ => bail("the request's descriptors do not match spec.pipe_stdin"),
+    };
     let root = has_sys_admin();
     let mut log = LayerLog::new(&req.spec, root);
     for s in &req.pre {
         log.push(s.clone());
     }
     let mut apart = Apart::default();
-    let result = run(&req, root, &mut log, &ctl, &mut apart);
+    let result = run(&req, root, &mut log, &ctl, &mut apart, stdin);
     let mut notes: Vec<String> = apart.note().into_iter().collect();
     let (outcome, abi, leftovers, init_layers) = match result {
         Ok(r) => {
@@ -85,6 +96,7 @@ fn run(
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
     apart: &mut Apart,
+    stdin: Option<OwnedFd>,
 ) -> Result<InitReport, Fatal> {
     let spec = &req.spec;
     log.apply(Layer::NoNewPrivs, || {
@@ -163,7 +175,7 @@ fn run(
         Ok(((), "the run's cgroup is its root".into()))
     })?;
 
-    start_init(req, root, log, ctl, apart)
+    start_init(req, root, log, ctl, apart, stdin)
 }
 
 /// A user namespace mapping pincer's uid and gid to themselves, so files
@@ -205,6 +217,7 @@ fn start_init(
     log: &mut LayerLog<'_>,
     ctl: &UnixStream,
     apart: &mut Apart,
+    stdin: Option<OwnedFd>,
 ) -> Result<InitReport, Fatal> {
     let fatal = |message: String| Fatal {
         layer: Layer::PidNamespace,
@@ -246,8 +259,11 @@ fn start_init(
         root,
         apart: apart.paths(),
     };
-    if let Err(e) = wire::send_fds(&ours, &apart.fds()).and_then(|()| wire::send(&ours, &init_req))
-    {
+    // The command's stdin pipe goes on to the init, after the cgroups, and
+    // this process keeps no copy (it drops here).
+    let mut fds = apart.fds();
+    fds.extend(stdin.as_ref().map(AsFd::as_fd));
+    if let Err(e) = wire::send_fds(&ours, &fds).and_then(|()| wire::send(&ours, &init_req)) {
         let _ = child.kill();
         let _ = child.wait();
         return Err(fatal(e));

@@ -8,6 +8,7 @@ mod claude_code;
 mod cli;
 mod escape;
 mod hw;
+mod mcp;
 mod membench;
 mod memory;
 mod policy;
