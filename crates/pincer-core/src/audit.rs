@@ -1026,7 +1026,7 @@ mod segments;
 mod walk;
 
 pub use bulk::{NewEntry, write_new_trail};
-pub use read::Follower;
+pub use read::{Follower, Recent};
 pub use segments::segment_file_name;
 
 use line::check_line;

@@ -76,6 +76,11 @@ const EXCERPT_CHARS: usize = 300;
 /// person-chosen text: one line, this long at most.
 const NAME_CHARS: usize = 64;
 const DECISIONS: usize = 8;
+/// How far back (in trail entries) the decisions are looked for: a start
+/// must cost the same on a trail of a million entries (a Claude Code
+/// session's trail is mostly its own hook entries, with no decision in
+/// them). A decision older than this is not "recent".
+const DECISIONS_WITHIN: usize = 20_000;
 
 /// Why a handoff could not be built at all (what it cannot read of the
 /// audit trail, approvals or memory is a warning in it instead).
@@ -134,14 +139,14 @@ pub fn build(
 
     let mut decisions = Vec::new();
     match Audit::open(&home.audit_dir()).and_then(|a| {
-        let mut entries = a.log(Some(DECISIONS), Some("gate.decision"))?;
-        entries.extend(a.log(Some(DECISIONS), Some("approval.answer"))?);
-        Ok(entries)
+        a.recent(
+            DECISIONS,
+            DECISIONS_WITHIN,
+            &["gate.decision", "approval.answer"],
+        )
     }) {
-        Ok(mut entries) => {
-            entries.sort_by_key(|e| e.seq);
-            let start = entries.len().saturating_sub(DECISIONS);
-            for e in &entries[start..] {
+        Ok(recent) => {
+            for e in &recent.entries {
                 let line = if let Some(d) = e.payload::<GateDecision>() {
                     d.ok().map(|d| DecisionLine {
                         seq: e.seq,

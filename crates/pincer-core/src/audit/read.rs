@@ -10,6 +10,17 @@ use super::*;
 use std::collections::VecDeque;
 use std::io::BufRead;
 
+/// What [`Audit::recent`] found.
+#[derive(Debug)]
+pub struct Recent {
+    /// The entries, oldest first.
+    pub entries: Vec<Entry>,
+    /// Every entry that could match was read: the limit was reached, or
+    /// the scan reached the trail's start. False when it stopped after
+    /// `within` entries (older ones may exist, unread).
+    pub complete: bool,
+}
+
 impl Audit {
     /// The last `limit` entries (all when None) whose kind is `kind` or
     /// starts with `kind.` (all kinds when None), oldest first. Reads the
@@ -105,9 +116,41 @@ impl Audit {
         Ok(out.into())
     }
 
+    /// The newest `limit` entries whose kind is one of `kinds` (or starts
+    /// with one and a dot), among the newest `within` entries of the trail,
+    /// oldest first. The cost is bounded by `within` however long the
+    /// trail and however rare the kinds: what a summary of recent events
+    /// needs on every start. [`Recent::complete`] says whether every entry
+    /// that could match was read.
+    pub fn recent(&self, limit: usize, within: usize, kinds: &[&str]) -> Result<Recent> {
+        let _lock = self.flock(false)?;
+        let (entries, complete) =
+            self.scan_backwards(limit, within, |e| kinds.iter().any(|k| e.kind_matches(k)))?;
+        Ok(Recent { entries, complete })
+    }
+
     fn log_backwards(&self, limit: usize, kind: Option<&str>) -> Result<Vec<Entry>> {
+        let (entries, _) = self.scan_backwards(limit, usize::MAX, |e| {
+            kind.is_none_or(|k| e.kind_matches(k))
+        })?;
+        Ok(entries)
+    }
+
+    /// The newest `limit` entries that `keep`, reading at most `within`
+    /// lines from the end; and whether the scan was complete (the limit
+    /// was reached or the trail's start).
+    fn scan_backwards(
+        &self,
+        limit: usize,
+        within: usize,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Result<(Vec<Entry>, bool)> {
+        if limit == 0 {
+            return Ok((Vec::new(), true));
+        }
         let segs = list_segments(&self.dir).map_err(io_err(&self.dir))?;
         let mut out: VecDeque<Entry> = VecDeque::new();
+        let mut read = 0usize;
         // Segments first..=last that a seal already read says are sealed.
         let mut sealed: Option<(u64, u64)> = None;
         for &n in segs.iter().rev() {
@@ -121,12 +164,13 @@ impl Audit {
             let mut failed: Option<String> = None;
             for_each_line_backwards(&file, len, |line| {
                 from_end += 1;
+                read += 1;
                 match serde_json::from_slice::<Entry>(line) {
                     Ok(e) => {
-                        if kind.is_none_or(|k| e.kind_matches(k)) {
+                        if keep(&e) {
                             out.push_front(e);
                         }
-                        out.len() < limit
+                        out.len() < limit && read < within
                     }
                     Err(e) => {
                         failed = Some(e.to_string());
@@ -141,7 +185,10 @@ impl Audit {
                 return Err(unreadable(n, total + 1 - from_end, &detail));
             }
             if out.len() >= limit {
-                break;
+                return Ok((out.into(), true));
+            }
+            if read >= within {
+                return Ok((out.into(), false));
             }
             if let Ok(Some(line)) = first_line(&file)
                 && let Some(seal) = Seal::from_line(n, &line)
@@ -149,7 +196,7 @@ impl Audit {
                 sealed = Some((seal.first, n - 1));
             }
         }
-        Ok(out.into())
+        Ok((out.into(), true))
     }
 
     /// Calls `f` on each entry since `since`, in order, outside sealed

@@ -778,3 +778,32 @@ fn escaped_keys_out_of_order_are_not_canonical_for_either_check() {
         None
     );
 }
+
+#[test]
+fn recent_reads_no_further_back_than_asked_across_segments() {
+    let (_d, audit) = small();
+    audit
+        .append("agent:main", "gate.decision", json!({"n": 1}))
+        .unwrap();
+    append_n(&audit, 15);
+    audit
+        .append("human:owner", "approval.answer", json!({"n": 2}))
+        .unwrap();
+    append_n(&audit, 3);
+    assert!(segs(&audit).len() > 4);
+    let kinds = ["gate.decision", "approval.answer"];
+    let seqs = |r: &Recent| r.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+    // Within the newest 10 entries: the answer only, and older ones unread.
+    let r = audit.recent(8, 10, &kinds).unwrap();
+    assert_eq!(seqs(&r), [17]);
+    assert!(!r.complete);
+    // Far enough back: both, and the scan reached the start.
+    let r = audit.recent(8, 1000, &kinds).unwrap();
+    assert_eq!(seqs(&r), [1, 17]);
+    assert!(r.complete);
+    // The limit reached is complete, however short the scan.
+    let r = audit.recent(1, 10, &kinds).unwrap();
+    assert_eq!(seqs(&r), [17]);
+    assert!(r.complete);
+    assert!(audit.recent(0, 10, &kinds).unwrap().entries.is_empty());
+}
