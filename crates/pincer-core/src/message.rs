@@ -153,6 +153,12 @@ impl Timestamp {
             .map_err(|_| FieldError::new("ts", format!("`{s}` is not an RFC 3339 UTC timestamp")))
     }
 
+    /// The time `ms` milliseconds after the Unix epoch, capped at the end
+    /// of year 9999 (so it always formats).
+    pub fn from_millis(ms: u64) -> Self {
+        Self(ms.min(253_402_300_799_999))
+    }
+
     /// Milliseconds since the Unix epoch.
     pub fn as_millis(self) -> u64 {
         self.0
