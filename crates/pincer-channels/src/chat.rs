@@ -14,13 +14,15 @@
 use pincer_core::actor;
 use pincer_core::agent::AgentEvent;
 use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver};
-use pincer_core::audit::schema::{AnswerWord, ApprovalAnswered, CallRef, ChannelMessage, ChannelRefused};
+use pincer_core::audit::schema::{
+    AnswerWord, ApprovalAnswered, CallRef, ChannelMessage, ChannelRefused,
+};
 use pincer_core::canonical::sha256_hex;
 use pincer_core::message::{Image, Message, Role};
 use pincer_core::provider::BoxFuture;
 use pincer_runtime::Runtime;
-use pincer_serve::turn::Turns;
 use pincer_serve::Shutdown;
+use pincer_serve::turn::Turns;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -163,7 +165,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn session_key(channel: &str, chat: &str) -> String {
     let safe: String = chat
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(96)
         .collect();
     format!("{channel}-{safe}")
@@ -363,7 +371,8 @@ impl Shared {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        sha256_hex(format!("{seed}:{n}:{nanos}:{}", std::process::id()).as_bytes())[..10].to_string()
+        sha256_hex(format!("{seed}:{n}:{nanos}:{}", std::process::id()).as_bytes())[..10]
+            .to_string()
     }
 }
 
@@ -388,7 +397,10 @@ impl Drop for Withdraw {
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
             let out = self.shared.out.clone();
-            let text = format!("No answer in time: {} was not run ({})", p.call.tool, self.id);
+            let text = format!(
+                "No answer in time: {} was not run ({})",
+                p.call.tool, self.id
+            );
             handle.spawn(async move { out.settle(&p.chat, &message, &text).await });
         }
     }
@@ -489,12 +501,20 @@ async fn worker(s: Arc<Shared>, chat: String, mut rx: mpsc::Receiver<Inbound>) {
                 }
                 Err(e) => {
                     s.settle(msg.token);
-                    let _ = s.out.send(&chat, &format!("pincer cannot open this chat's session: {e}")).await;
+                    let _ = s
+                        .out
+                        .send(
+                            &chat,
+                            &format!("pincer cannot open this chat's session: {e}"),
+                        )
+                        .await;
                     continue;
                 }
             }
         }
-        let Some(open) = session.as_mut() else { continue };
+        let Some(open) = session.as_mut() else {
+            continue;
+        };
         handle(&s, &chat, &key, open, msg).await;
     }
 }
@@ -520,7 +540,10 @@ async fn handle(
             Ok(i) => images.push(i),
             Err(e) => {
                 s.settle(msg.token);
-                let _ = s.out.send(chat, &format!("pincer could not fetch the picture: {e}")).await;
+                let _ = s
+                    .out
+                    .send(chat, &format!("pincer could not fetch the picture: {e}"))
+                    .await;
                 return;
             }
         }
@@ -539,13 +562,21 @@ async fn handle(
     );
     if let Err(e) = recorded {
         s.settle(msg.token);
-        let _ = s.out.send(chat, &format!("pincer did not take the message: the audit trail refused it: {e}")).await;
+        let _ = s
+            .out
+            .send(
+                chat,
+                &format!("pincer did not take the message: the audit trail refused it: {e}"),
+            )
+            .await;
         return;
     }
     let settled = std::sync::atomic::AtomicBool::new(false);
     let token = msg.token;
     let on_event = |e: AgentEvent| {
-        if matches!(e, AgentEvent::UserMessageStored { .. }) && !settled.swap(true, Ordering::SeqCst) {
+        if matches!(e, AgentEvent::UserMessageStored { .. })
+            && !settled.swap(true, Ordering::SeqCst)
+        {
             s.settle(token);
         }
     };

@@ -1,7 +1,8 @@
-//! `[channels.telegram]`, `[channels.discord]` and `[channels.camera]` in
-//! `config.toml`, owned here and validated when pincer loads the file (the
-//! binary passes [`SECTION`]), every error naming the file, the line and
-//! the key.
+//! `[channels.telegram]` in `config.toml`, owned here and validated when
+//! pincer loads the file (the binary passes [`SECTION`]), every error
+//! naming the file, the line and the key. Discord and the camera channel
+//! are not written yet: `[channels.discord]` or `[channels.camera]` is
+//! refused as an unknown key, never silently ignored.
 //!
 //! `allow_users` empty means nobody may chat, not everybody.
 
@@ -29,25 +30,10 @@ const EXAMPLE_TOML: &str = r#"
 # allow_users = [123456789]
 # approvers = [123456789]
 # poll_timeout_secs = 25
-#
-# [channels.discord]
-# token_env = "DISCORD_BOT_TOKEN"
-# allow_users = [123456789012345678]
-# approvers = [123456789012345678]
-#
-# A camera board (MaixCAM-style) sending newline-delimited JSON frames
-# with a base64 image; loopback unless you name another address.
-# [channels.camera]
-# listen = "127.0.0.1:18790"
-# max_frame_bytes = 4194304
 "#;
 
 /// The Bot API's public address.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
-pub const DISCORD_API: &str = "https://discord.com/api/v10";
-pub const DISCORD_GATEWAY: &str = "wss://gateway.discord.gg/?v=10&encoding=json";
-pub const CAMERA_LISTEN: &str = "127.0.0.1:18790";
-pub const CAMERA_MAX_FRAME: usize = 4 * 1024 * 1024;
 
 /// `[channels.telegram]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,31 +45,10 @@ pub struct TelegramConfig {
     pub poll_timeout_secs: u64,
 }
 
-/// `[channels.discord]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DiscordConfig {
-    pub token_env: String,
-    pub api_base: String,
-    pub gateway: String,
-    pub allow_users: Vec<u64>,
-    pub approvers: Vec<u64>,
-}
-
-/// `[channels.camera]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CameraConfig {
-    pub listen: String,
-    pub max_frame_bytes: usize,
-    /// The prompt a frame without its own `prompt` is sent with.
-    pub prompt: String,
-}
-
 /// `[channels]`, each channel absent unless configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelsConfig {
     pub telegram: Option<TelegramConfig>,
-    pub discord: Option<DiscordConfig>,
-    pub camera: Option<CameraConfig>,
 }
 
 impl ChannelsConfig {
@@ -104,8 +69,6 @@ struct Doc {
 #[serde(deny_unknown_fields)]
 struct RawChannels {
     telegram: Option<Spanned<RawTelegram>>,
-    discord: Option<Spanned<RawDiscord>>,
-    camera: Option<Spanned<RawCamera>>,
 }
 
 #[derive(Deserialize)]
@@ -120,27 +83,12 @@ struct RawTelegram {
     poll_timeout_secs: Option<Spanned<u64>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDiscord {
-    token_env: Option<Spanned<String>>,
-    api_base: Option<Spanned<String>>,
-    gateway: Option<Spanned<String>>,
-    #[serde(default)]
-    allow_users: Vec<u64>,
-    #[serde(default)]
-    approvers: Vec<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCamera {
-    listen: Option<Spanned<String>>,
-    max_frame_bytes: Option<Spanned<usize>>,
-    prompt: Option<String>,
-}
-
-fn base_url(src: &Source<'_>, key: &str, v: Option<Spanned<String>>, default: &str) -> Result<String, ConfigError> {
+fn base_url(
+    src: &Source<'_>,
+    key: &str,
+    v: Option<Spanned<String>>,
+    default: &str,
+) -> Result<String, ConfigError> {
     match v {
         None => Ok(default.to_string()),
         Some(v) => pincer_providers::config::check_base_url(v.get_ref())
@@ -148,7 +96,12 @@ fn base_url(src: &Source<'_>, key: &str, v: Option<Spanned<String>>, default: &s
     }
 }
 
-fn token_env(src: &Source<'_>, key: &str, span: std::ops::Range<usize>, v: Option<Spanned<String>>) -> Result<String, ConfigError> {
+fn token_env(
+    src: &Source<'_>,
+    key: &str,
+    span: std::ops::Range<usize>,
+    v: Option<Spanned<String>>,
+) -> Result<String, ConfigError> {
     let Some(v) = v else {
         return Err(src.invalid(span, key, "is required: the name of the environment variable holding the bot token (the token itself never goes in this file)"));
     };
@@ -156,7 +109,10 @@ fn token_env(src: &Source<'_>, key: &str, span: std::ops::Range<usize>, v: Optio
         return Err(src.invalid(
             v.span(),
             key,
-            format!("is `{}`; it names an environment variable, like TELEGRAM_BOT_TOKEN", v.get_ref()),
+            format!(
+                "is `{}`; it names an environment variable, like TELEGRAM_BOT_TOKEN",
+                v.get_ref()
+            ),
         ));
     }
     Ok(v.get_ref().clone())
@@ -185,72 +141,15 @@ pub fn parse(src: &Source<'_>) -> Result<ChannelsConfig, ConfigError> {
         };
         cfg.telegram = Some(TelegramConfig {
             token_env: token_env(src, "channels.telegram.token_env", span, raw.token_env)?,
-            api_base: base_url(src, "channels.telegram.api_base", raw.api_base, TELEGRAM_API)?,
+            api_base: base_url(
+                src,
+                "channels.telegram.api_base",
+                raw.api_base,
+                TELEGRAM_API,
+            )?,
             allow_users: raw.allow_users,
             approvers: raw.approvers,
             poll_timeout_secs: poll,
-        });
-    }
-    if let Some(d) = channels.discord {
-        let span = d.span();
-        let raw = d.into_inner();
-        let gateway = match raw.gateway {
-            None => DISCORD_GATEWAY.to_string(),
-            Some(v) => {
-                let g = v.get_ref();
-                if !(g.starts_with("ws://") || g.starts_with("wss://")) {
-                    return Err(src.invalid(
-                        v.span(),
-                        "channels.discord.gateway",
-                        format!("is `{g}`; it must start with ws:// or wss://"),
-                    ));
-                }
-                g.clone()
-            }
-        };
-        cfg.discord = Some(DiscordConfig {
-            token_env: token_env(src, "channels.discord.token_env", span, raw.token_env)?,
-            api_base: base_url(src, "channels.discord.api_base", raw.api_base, DISCORD_API)?,
-            gateway,
-            allow_users: raw.allow_users,
-            approvers: raw.approvers,
-        });
-    }
-    if let Some(c) = channels.camera {
-        let raw = c.into_inner();
-        let listen = match raw.listen {
-            None => CAMERA_LISTEN.to_string(),
-            Some(v) => {
-                v.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
-                    src.invalid(
-                        v.span(),
-                        "channels.camera.listen",
-                        format!(
-                            "is `{}`; it must be an address and port, like 127.0.0.1:18790",
-                            v.get_ref()
-                        ),
-                    )
-                })?;
-                v.get_ref().clone()
-            }
-        };
-        let max = match raw.max_frame_bytes {
-            Some(v) if *v.get_ref() < 1024 || *v.get_ref() > 64 * 1024 * 1024 => {
-                return Err(src.invalid(
-                    v.span(),
-                    "channels.camera.max_frame_bytes",
-                    format!("is {}; between 1024 and 67108864", v.get_ref()),
-                ));
-            }
-            Some(v) => *v.get_ref(),
-            None => CAMERA_MAX_FRAME,
-        };
-        cfg.camera = Some(CameraConfig {
-            listen,
-            max_frame_bytes: max,
-            prompt: raw.prompt.unwrap_or_else(|| {
-                "The camera sent this frame. Describe what matters in it, briefly.".into()
-            }),
         });
     }
     Ok(cfg)
@@ -262,7 +161,8 @@ mod tests {
     use std::path::Path;
 
     fn check(text: &str, needles: &[&str]) {
-        let e = Settings::parse_with(text, Path::new("/h/config.toml"), &[SECTION]).expect_err("refused");
+        let e = Settings::parse_with(text, Path::new("/h/config.toml"), &[SECTION])
+            .expect_err("refused");
         for n in needles {
             assert!(e.to_string().contains(n), "`{e}` lacks `{n}`");
         }
@@ -271,7 +171,7 @@ mod tests {
     #[test]
     fn channels_are_validated_naming_the_key() {
         let s = Settings::parse_with(
-            "[channels.telegram]\ntoken_env = \"TG\"\nallow_users = [1, 2]\napprovers = [1]\n\n[channels.camera]\n",
+            "[channels.telegram]\ntoken_env = \"TG\"\nallow_users = [1, 2]\napprovers = [1]\n",
             Path::new("/h/config.toml"),
             &[SECTION],
         )
@@ -280,14 +180,32 @@ mod tests {
         let t = c.telegram.expect("telegram");
         assert_eq!(t.allow_users, [1, 2]);
         assert_eq!(t.api_base, TELEGRAM_API);
-        assert_eq!(c.camera.expect("camera").listen, CAMERA_LISTEN);
-        assert!(c.discord.is_none());
-        check("[channels.telegram]\nallow_users = [1]\n", &["config.toml:1", "channels.telegram.token_env", "is required"]);
-        check("[channels.telegram]\ntoken_env = \"tg token\"\n", &["channels.telegram.token_env"]);
-        check("[channels.telegram]\ntoken_env = \"TG\"\nallow_user = [1]\n", &["config.toml", "line 3", "allow_user"]);
-        check("[channels.telegram]\ntoken_env = \"TG\"\napi_base = \"ftp://x\"\n", &["channels.telegram.api_base"]);
+        check(
+            "[channels.telegram]\nallow_users = [1]\n",
+            &[
+                "config.toml:1",
+                "channels.telegram.token_env",
+                "is required",
+            ],
+        );
+        check(
+            "[channels.telegram]\ntoken_env = \"tg token\"\n",
+            &["channels.telegram.token_env"],
+        );
+        check(
+            "[channels.telegram]\ntoken_env = \"TG\"\nallow_user = [1]\n",
+            &["config.toml", "line 3", "allow_user"],
+        );
+        check(
+            "[channels.telegram]\ntoken_env = \"TG\"\napi_base = \"ftp://x\"\n",
+            &["channels.telegram.api_base"],
+        );
         check("[channels.irc]\n", &["config.toml", "irc"]);
-        check("[channels.camera]\nlisten = \"everywhere\"\n", &["channels.camera.listen"]);
-        check("[channels.discord]\ntoken_env = \"D\"\ngateway = \"http://x\"\n", &["channels.discord.gateway"]);
+        // Not written yet: refused by name, not ignored.
+        check(
+            "[channels.discord]\ntoken_env = \"D\"\n",
+            &["config.toml", "discord"],
+        );
+        check("[channels.camera]\n", &["config.toml", "camera"]);
     }
 }

@@ -1,8 +1,7 @@
 //! pincer-channels: the chat platforms `pincer serve` reaches people on,
-//! each a [`pincer_serve::Service`]: Telegram (Bot API long polling),
-//! Discord (gateway WebSocket and REST) and a camera board's TCP channel
-//! (newline-delimited JSON frames with a base64 image). [`chat`] holds
-//! what they share — the allowlist (empty means nobody), one session per
+//! each a [`pincer_serve::Service`]. Telegram (Bot API long polling) is
+//! written; Discord and a camera board's TCP channel are not yet.
+//! [`chat`] holds what every platform shares — the allowlist (empty means nobody), one session per
 //! chat, approvals as buttons bound to an approval id and honoured only
 //! from an allowlisted approver — so a platform module only translates.
 //!
@@ -17,12 +16,8 @@ pub mod config;
 mod http;
 pub mod text;
 
-#[cfg(feature = "camera")]
-pub mod camera;
-#[cfg(feature = "discord")]
-pub mod discord;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 
-pub use config::{CameraConfig, ChannelsConfig, DiscordConfig, SECTION, TelegramConfig};
+pub use config::{ChannelsConfig, SECTION, TelegramConfig};
 pub use http::Token;

@@ -116,7 +116,9 @@ pub fn markdown_v2(text: &str) -> String {
             let block = &after[..end];
             // A language tag on the fence line stays a language tag.
             let (lang, code) = match block.split_once('\n') {
-                Some((l, c)) if !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric()) => (l, c),
+                Some((l, c)) if !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric()) => {
+                    (l, c)
+                }
                 _ => ("", block),
             };
             out.push_str("```");

@@ -231,7 +231,7 @@ impl Image {
         if self.data.is_empty() {
             return bad("must not be empty");
         }
-        if self.data.len() % 4 != 0 {
+        if !self.data.len().is_multiple_of(4) {
             return bad("is not padded base64 (its length is not a multiple of 4)");
         }
         let body = self.data.trim_end_matches('=');

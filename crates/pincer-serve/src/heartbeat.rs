@@ -30,7 +30,8 @@ pub struct HeartbeatService {
 pub fn checklist(text: &str) -> Option<&str> {
     let has_content = text.lines().any(|l| {
         let l = l.trim();
-        !l.is_empty() && !l.starts_with('#') && !(l.starts_with("<!--") && l.ends_with("-->"))
+        let comment = l.starts_with("<!--") && l.ends_with("-->");
+        !(l.is_empty() || l.starts_with('#') || comment)
     });
     has_content.then_some(text)
 }

@@ -25,5 +25,5 @@ pub mod turn;
 pub use config::{HeartbeatConfig, ServeConfig};
 pub use hub::{Deliver, Hub};
 pub use service::{BoxFuture, Service, ServiceCtx, ServiceError, Shutdown, ShutdownTrigger};
-pub use state::{ServeState, ServiceState, ServiceStatus, StateFile};
+pub use state::{ServeState, ServiceState, ServiceStatus, StateFile, status_part};
 pub use supervisor::{Generation, Supervisor};

@@ -338,6 +338,102 @@ pub fn observe(dir: &Path) -> Result<Observed, StateError> {
     Ok(Observed { running, state })
 }
 
+/// The part of `pincer status` this crate owns: whether a daemon runs on
+/// this home and how each of its services is, and the cron jobs. A
+/// service that is failing is an error (a person must act); a daemon that
+/// is not running is not (many homes never run one).
+pub fn status_part(
+    home: &pincer_core::home::Home,
+) -> (pincer_runtime::status::FrontEnd, Vec<String>, Vec<String>) {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let observed = observe(&home.serve_dir());
+    let jobs =
+        crate::cron::CronStore::open(&home.cron_dir()).and_then(|s| Ok((s.jobs()?, s.state()?)));
+    let (summary, detail) = match &observed {
+        Err(e) => {
+            errors.push(format!("serve: {e}"));
+            (
+                format!("ERROR {e}"),
+                serde_json::json!({"error": e.to_string()}),
+            )
+        }
+        Ok(o) => {
+            let mut line = match (&o.state, o.running) {
+                (Some(s), true) => {
+                    let svcs: Vec<String> = s
+                        .services
+                        .iter()
+                        .map(|x| match (&x.state, &x.last_error) {
+                            (ServiceState::Retrying, Some(e)) => {
+                                errors.push(format!(
+                                    "serve: {} is failing ({e}); retrying{}",
+                                    x.name,
+                                    x.next_retry.map(|t| format!(" at {t}")).unwrap_or_default()
+                                ));
+                                format!("{} RETRYING", x.name)
+                            }
+                            _ => match &x.detail {
+                                Some(d) => format!("{} {} ({d})", x.name, x.state.as_str()),
+                                None => format!("{} {}", x.name, x.state.as_str()),
+                            },
+                        })
+                        .collect();
+                    format!(
+                        "running (pid {}, since {}): {}",
+                        s.pid,
+                        s.started,
+                        svcs.join(", ")
+                    )
+                }
+                (Some(s), false) => match s.stopped {
+                    Some(t) => format!("not running (stopped at {t})"),
+                    None => format!("not running (pid {} ended without stopping cleanly)", s.pid),
+                },
+                (None, _) => "not running".to_string(),
+            };
+            match &jobs {
+                Ok((list, state)) => {
+                    line.push_str(&format!("; cron: {} job(s)", list.len()));
+                    for j in list {
+                        if let Some(last) = state.jobs.get(&j.name).and_then(|s| s.last.as_ref()) {
+                            if let Some(e) = &last.error {
+                                warnings.push(format!(
+                                    "cron job `{}`: its last run failed: {e}",
+                                    j.name
+                                ));
+                            } else if last.finished.is_none() {
+                                warnings.push(format!(
+                                    "cron job `{}`: its last run (started {}) was cut short when pincer stopped",
+                                    j.name, last.started
+                                ));
+                            }
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("cron: {e}")),
+            }
+            (
+                line,
+                serde_json::json!({
+                    "running": o.running,
+                    "state": o.state,
+                    "cron_jobs": jobs.as_ref().map(|(l, _)| l.len()).ok(),
+                }),
+            )
+        }
+    };
+    (
+        pincer_runtime::status::FrontEnd {
+            name: "serve",
+            summary,
+            detail,
+        },
+        errors,
+        warnings,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

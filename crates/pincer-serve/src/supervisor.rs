@@ -88,7 +88,7 @@ impl Supervisor {
         let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
         self.state.new_generation(&names);
         let (trigger, shutdown) = Shutdown::new();
-        let hub = Arc::new(Hub::new());
+        let hub = Arc::new(Hub::expecting(&names));
         let turns = Turns::default();
         let mut tasks = JoinSet::new();
         let mut statuses = Vec::new();

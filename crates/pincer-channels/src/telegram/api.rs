@@ -181,7 +181,10 @@ impl BotApi {
         Err(match code {
             429 => ApiError::RateLimited {
                 retry_after: Duration::from_secs(
-                    env.parameters.and_then(|p| p.retry_after).unwrap_or(5).clamp(1, 3600),
+                    env.parameters
+                        .and_then(|p| p.retry_after)
+                        .unwrap_or(5)
+                        .clamp(1, 3600),
                 ),
                 description,
             },

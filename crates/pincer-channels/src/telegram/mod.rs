@@ -161,10 +161,14 @@ impl TgOut {
                 Ok(_) => {}
                 // Should the escaping ever be refused, the text goes plain
                 // rather than not at all.
-                Err(ApiError::Rejected { code: 400, description, .. })
-                    if description.contains("parse entities") =>
-                {
-                    tracing::warn!("telegram refused the MarkdownV2 text ({description}); sent as plain text");
+                Err(ApiError::Rejected {
+                    code: 400,
+                    description,
+                    ..
+                }) if description.contains("parse entities") => {
+                    tracing::warn!(
+                        "telegram refused the MarkdownV2 text ({description}); sent as plain text"
+                    );
                     self.api
                         .send_message(chat, &part, false, None)
                         .await
@@ -189,7 +193,11 @@ impl Outbound for TgOut {
         Box::pin(self.send_text(chat, text))
     }
 
-    fn ask<'a>(&'a self, chat: &'a str, prompt: &'a ApprovalPrompt) -> BoxFuture<'a, Result<String, String>> {
+    fn ask<'a>(
+        &'a self,
+        chat: &'a str,
+        prompt: &'a ApprovalPrompt,
+    ) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
             let text = split(&prompt.text, MESSAGE_LIMIT - 64, utf16_len)
                 .into_iter()
@@ -279,10 +287,15 @@ impl TelegramService {
             ))
         })?;
         let poll = Duration::from_secs(cfg.poll_timeout_secs);
-        let api = BotApi::new(&cfg.api_base, token, poll).map_err(|e| ServiceError::new(e.to_string()))?;
-        let me = api.get_me().await.map_err(|e| ServiceError::new(e.to_string()))?;
+        let api = BotApi::new(&cfg.api_base, token, poll)
+            .map_err(|e| ServiceError::new(e.to_string()))?;
+        let me = api
+            .get_me()
+            .await
+            .map_err(|e| ServiceError::new(e.to_string()))?;
         let dir = ctx.runtime.home().channels_dir();
-        create_private_dir(&dir).map_err(|e| ServiceError::new(format!("cannot create {}: {e}", dir.display())))?;
+        create_private_dir(&dir)
+            .map_err(|e| ServiceError::new(format!("cannot create {}: {e}", dir.display())))?;
         let ledger = Arc::new(Mutex::new(
             Ledger::load(&dir.join("telegram.json"), me.id).map_err(ServiceError::new)?,
         ));
@@ -310,7 +323,9 @@ impl TelegramService {
                 out: out.clone(),
             }),
         );
-        let who = me.username.map_or_else(|| format!("bot {}", me.id), |u| format!("@{u}"));
+        let who = me
+            .username
+            .map_or_else(|| format!("bot {}", me.id), |u| format!("@{u}"));
         let mut detail = format!("polling as {who}");
         if cfg.allow_users.is_empty() {
             detail.push_str("; allow_users is empty, so nobody can chat");
@@ -346,7 +361,10 @@ impl TelegramService {
                     u
                 }
                 Err(ApiError::RateLimited { retry_after, .. }) => {
-                    ctx.status.detail(format!("rate limited by Telegram; waiting {} s", retry_after.as_secs()));
+                    ctx.status.detail(format!(
+                        "rate limited by Telegram; waiting {} s",
+                        retry_after.as_secs()
+                    ));
                     tokio::select! {
                         _ = tokio::time::sleep(retry_after) => continue,
                         _ = shutdown.wait() => return Ok(()),
@@ -379,7 +397,13 @@ impl TelegramService {
         }
     }
 
-    async fn dispatch(&self, u: Update, chat: &Arc<Chat>, ledger: &Arc<Mutex<Ledger>>, out: &Arc<TgOut>) {
+    async fn dispatch(
+        &self,
+        u: Update,
+        chat: &Arc<Chat>,
+        ledger: &Arc<Mutex<Ledger>>,
+        out: &Arc<TgOut>,
+    ) {
         let id = u.update_id;
         if let Some(q) = u.callback_query {
             let user = q.from.id.to_string();
@@ -412,7 +436,9 @@ impl TelegramService {
         if text.is_empty() && photo.is_none() {
             // A sticker, a voice note…: nothing pincer reads.
             if chat.allowed(&from.id.to_string()) {
-                let _ = out.send_text(&m.chat.id.to_string(), "pincer reads text and photos only.").await;
+                let _ = out
+                    .send_text(&m.chat.id.to_string(), "pincer reads text and photos only.")
+                    .await;
             }
             lock(ledger).settle(id);
             return;
@@ -427,7 +453,10 @@ impl TelegramService {
         });
         if accepted == Accepted::Closed {
             // Left unsettled: seen again after the restart.
-            tracing::debug!(update = id, "telegram: stopping; update left for the next run");
+            tracing::debug!(
+                update = id,
+                "telegram: stopping; update left for the next run"
+            );
         }
     }
 }

@@ -62,9 +62,9 @@ pub(crate) struct RunSpec<'a> {
 
 /// The approver of a scheduled turn: the chat it reports to, when that
 /// channel is up; else the approval queue (`pincer approvals`).
-fn approver(runtime: &Runtime, hub: Option<&Hub>, notify: Option<&str>) -> Arc<dyn Approver> {
+async fn approver(runtime: &Runtime, hub: Option<&Hub>, notify: Option<&str>) -> Arc<dyn Approver> {
     if let (Some(hub), Some(target)) = (hub, notify)
-        && let Some(a) = hub.approver(target)
+        && let Some(a) = hub.approver_waiting(target).await
     {
         return a;
     }
@@ -94,7 +94,7 @@ pub(crate) async fn run_prompt(
             session: spec.session.clone(),
         },
     )?;
-    let approver = approver(runtime, hub, spec.notify);
+    let approver = approver(runtime, hub, spec.notify).await;
     let result = run_once(
         runtime,
         &spec.session,
