@@ -548,3 +548,44 @@ fn a_second_daemon_on_one_home_is_refused() {
     let (code, err) = d.stop();
     assert!(code.success(), "{err}");
 }
+
+/// The unit in the repository passes `systemd-analyze verify` with no
+/// warning at all (an unknown or misspelt key is only a warning there),
+/// with its ExecStart pointed at the binary under test.
+#[test]
+fn the_systemd_unit_verifies() {
+    let unit_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd/pincer.service");
+    let unit = std::fs::read_to_string(&unit_path).expect("the unit");
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/pincer serve\n"),
+        "{unit}"
+    );
+    assert!(
+        unit.contains("ExecReload=/bin/kill -HUP $MAINPID\n"),
+        "{unit}"
+    );
+    assert!(unit.contains("KillSignal=SIGTERM\n"), "{unit}");
+    let Ok(probe) = Command::new("systemd-analyze").arg("--version").output() else {
+        println!("SKIPPED: systemd-analyze is not installed on this machine");
+        return;
+    };
+    assert!(probe.status.success());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let here = tmp.path().join("pincer.service");
+    std::fs::write(
+        &here,
+        unit.replace("/usr/local/bin/pincer", env!("CARGO_BIN_EXE_pincer")),
+    )
+    .expect("write");
+    let o = Command::new("systemd-analyze")
+        .args(["verify", here.to_str().expect("utf8")])
+        .output()
+        .expect("systemd-analyze");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("pincer.service"),
+        "systemd-analyze warns about the unit: {err}"
+    );
+}
