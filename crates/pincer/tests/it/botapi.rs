@@ -44,6 +44,8 @@ struct St {
     next_message: i64,
     calls: Vec<Call>,
     faults: VecDeque<Fault>,
+    /// Files by path, for getFile and the download.
+    files: std::collections::HashMap<String, Vec<u8>>,
 }
 
 #[derive(Clone)]
@@ -96,6 +98,26 @@ impl FakeTg {
         }}))
     }
 
+    /// A photo from `user` with `caption`: the file is `bytes`, and the
+    /// message declares `declared` as its size (a liar may declare less).
+    pub fn photo(&self, user: i64, caption: &str, bytes: Vec<u8>, declared: usize) -> i64 {
+        let id = self.with(|s| {
+            let id = format!("ph{}", s.files.len());
+            s.files.insert(format!("photos/{id}.jpg"), bytes);
+            id
+        });
+        self.push(json!({"message": {
+            "message_id": 2, "date": 0,
+            "chat": {"id": user, "type": "private"},
+            "from": {"id": user, "is_bot": false, "first_name": "u"},
+            "caption": caption,
+            "photo": [
+                {"file_id": format!("{id}-thumb"), "file_unique_id": "t", "width": 90, "height": 90, "file_size": 900},
+                {"file_id": id, "file_unique_id": "u", "width": 800, "height": 600, "file_size": declared},
+            ],
+        }}))
+    }
+
     /// A button press by `user` under a message in chat `chat`.
     pub fn press(&self, chat: i64, user: i64, data: &str) -> i64 {
         self.push(json!({"callback_query": {
@@ -140,7 +162,14 @@ impl FakeTg {
     pub fn wait(&self, secs: u64, what: &str, f: impl Fn(&FakeTg) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(secs);
         while !f(self) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            if Instant::now() >= deadline {
+                let sent: Vec<String> = self
+                    .calls("sendMessage")
+                    .iter()
+                    .map(|c| c.body.to_string())
+                    .collect();
+                panic!("timed out waiting for {what}; sent so far: {sent:#?}");
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -177,6 +206,25 @@ fn serve(mut conn: TcpStream, st: &Arc<(Mutex<St>, Condvar)>) -> std::io::Result
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(file) = path.strip_prefix(&format!("/file/bot{TOKEN}/")) {
+        let bytes = st.0.lock().unwrap().files.get(file).cloned();
+        return match bytes {
+            Some(b) => {
+                write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    b.len()
+                )?;
+                conn.write_all(&b)?;
+                conn.flush()
+            }
+            None => respond(
+                &mut conn,
+                404,
+                &json!({"ok": false, "error_code": 404, "description": "Not Found"}),
+            ),
+        };
+    }
     let Some(method) = path
         .strip_prefix(&format!("/bot{TOKEN}/"))
         .map(str::to_string)
@@ -240,6 +288,23 @@ fn serve(mut conn: TcpStream, st: &Arc<(Mutex<St>, Condvar)>) -> std::io::Result
             json!({"message_id": s.next_message, "date": 0, "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]})
         }
         "editMessageText" | "answerCallbackQuery" => json!(true),
+        "getFile" => {
+            let id = body["file_id"].as_str().unwrap_or("");
+            let path = format!("photos/{id}.jpg");
+            match s.files.get(&path) {
+                Some(b) => {
+                    json!({"file_id": id, "file_unique_id": "u", "file_size": b.len().min(1000), "file_path": path})
+                }
+                None => {
+                    drop(s);
+                    return respond(
+                        &mut conn,
+                        400,
+                        &json!({"ok": false, "error_code": 400, "description": "Bad Request: invalid file_id"}),
+                    );
+                }
+            }
+        }
         other => {
             let d = format!("method {other} not found");
             drop(s);

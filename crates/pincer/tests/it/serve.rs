@@ -410,8 +410,10 @@ fn chat_approve_by_button_cron_and_restarts_through_pincer_serve() {
 #[test]
 fn a_failing_channel_is_retried_and_shown_while_the_rest_runs_and_sighup_reloads() {
     let tg = FakeTg::start();
-    let fx = fixture(&tg, r#"{"turns": []}"#, "");
-    // The token variable is not set: telegram fails, cron runs on.
+    let fx = fixture(&tg, r#"{"turns": []}"#, "\n[heartbeat]\nevery_secs = 1\n");
+    // The token variable is not set: telegram fails, cron and the
+    // heartbeat run on (the heartbeat, with no HEARTBEAT.md, runs no turn
+    // and says so).
     let d = Daemon::start_with({
         let mut c = cmd(&fx.home, &["serve"]);
         c.env_remove("TG_TOKEN");
@@ -432,6 +434,11 @@ fn a_failing_channel_is_retried_and_shown_while_the_rest_runs_and_sighup_reloads
         .to_string();
     assert!(summary.contains("telegram RETRYING"), "{summary}");
     assert!(summary.contains("cron running"), "{summary}");
+    wait_for(30, "the heartbeat's word", || {
+        serve_part(&status(&fx.home).1)["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("nothing to check, so no turn runs"))
+    });
     let errors = st["errors"].to_string();
     assert!(errors.contains("$TG_TOKEN is not set"), "{errors}");
 
@@ -588,4 +595,60 @@ fn the_systemd_unit_verifies() {
         !err.contains("pincer.service"),
         "systemd-analyze warns about the unit: {err}"
     );
+}
+
+/// A photo reaches a vision model as image content; a file that declares
+/// a small size and then streams 10 MB is cut off at the image limit, the
+/// person is told, and nothing of it reaches the session.
+#[test]
+fn photos_reach_a_vision_model_and_a_lying_10_mb_file_is_cut_off() {
+    let tg = FakeTg::start();
+    let script = r#"{"turns": [
+      {"text": "A green plant.", "expect": {"images": 1, "last_message_contains": "what is this"}}
+    ]}"#;
+    let fx = fixture(&tg, script, "");
+    let config = std::fs::read_to_string(fx.home.join("config.toml")).expect("config");
+    std::fs::write(
+        fx.home.join("config.toml"),
+        config.replace(
+            "script = \"script.json\"\n",
+            "script = \"script.json\"\nvision = true\n",
+        ),
+    )
+    .expect("vision");
+    let d = Daemon::start(&fx.home);
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    jpeg.extend(std::iter::repeat_n(7u8, 300));
+    let len = jpeg.len();
+    tg.photo(OWNER, "what is this?", jpeg, len);
+    tg.wait(30, "the answer about the photo", |t| {
+        t.sent_to(OWNER).iter().any(|s| s.contains("A green plant"))
+    });
+    tg.photo(OWNER, "and this one?", vec![0xFF; 10 * 1024 * 1024], 1000);
+    tg.wait(30, "the refusal of the oversized file", |t| {
+        t.sent_to(OWNER)
+            .iter()
+            .any(|s| s.contains("could not fetch the picture"))
+    });
+    let (code, err) = d.stop();
+    assert!(code.success(), "{err}");
+    let t = trail(&fx.home);
+    let msgs = kinds(&t, "channel.message");
+    assert_eq!(msgs.len(), 1, "only the good photo is taken: {msgs:#?}");
+    assert_eq!(msgs[0]["data"]["images"], 1);
+    let session = std::fs::read_dir(fx.home.join("sessions"))
+        .expect("sessions")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("telegram-111") && n.ends_with(".jsonl"))
+        })
+        .expect("the chat's session");
+    let text = std::fs::read_to_string(session).expect("session");
+    assert!(
+        !text.contains("and this one"),
+        "the cut-off photo reached the session"
+    );
+    assert_eq!(text.matches("\"media_type\"").count(), 1, "{}", text.len());
 }
