@@ -652,3 +652,55 @@ fn photos_reach_a_vision_model_and_a_lying_10_mb_file_is_cut_off() {
     );
     assert_eq!(text.matches("\"media_type\"").count(), 1, "{}", text.len());
 }
+
+/// SIGTERM while a turn waits on an approval: the drain gives it
+/// `drain_secs`, then cancels it and says so in `serve.stop`; the session
+/// stays valid, and after a restart the chat goes on.
+#[test]
+fn sigterm_mid_turn_cancels_it_after_the_drain_and_the_session_goes_on() {
+    let tg = FakeTg::start();
+    let script = r#"{"turns": [
+      {"tool_calls": [{"id": "t", "name": "i2c_read", "arguments": {"address": "0x48", "register": "0x00", "length": 2}}],
+       "expect": {"last_message_contains": "temperature"}}
+    ]}"#;
+    let fx = fixture(&tg, script, "");
+    let config = std::fs::read_to_string(fx.home.join("config.toml")).expect("config");
+    std::fs::write(
+        fx.home.join("config.toml"),
+        config.replace("drain_secs = 5", "drain_secs = 1"),
+    )
+    .expect("drain");
+    let d = Daemon::start(&fx.home);
+    tg.message(OWNER, "what is the temperature?");
+    tg.wait(30, "the approval buttons", |t| {
+        approve_button(t, OWNER).is_some()
+    });
+    let (code, err) = d.stop();
+    assert!(code.success(), "{err}");
+    assert!(err.contains("1 turn(s) cancelled"), "{err}");
+    let t = trail(&fx.home);
+    let stop = kinds(&t, "serve.stop");
+    assert_eq!(stop[0]["data"]["cancelled_turns"], 1, "{stop:#?}");
+    assert!(
+        !kinds(&t, "tool.call")
+            .iter()
+            .any(|e| e["data"]["tool"] == "i2c_read"),
+        "the unapproved read ran"
+    );
+    std::fs::write(
+        fx.home.join("script.json"),
+        r#"{"turns": [{"text": "Here again.", "expect": {"last_message_contains": "still there"}}]}"#,
+    )
+    .expect("script 2");
+    let d = Daemon::start(&fx.home);
+    tg.message(OWNER, "still there?");
+    tg.wait(30, "the answer after the cancelled turn", |t| {
+        t.sent_to(OWNER).iter().any(|s| s.contains("Here again"))
+    });
+    let (code, err) = d.stop();
+    assert!(code.success(), "{err}");
+    let v = json(&ok(cmd(&fx.home, &["audit", "verify", "--json"])
+        .output()
+        .expect("verify")));
+    assert!(v["defect"].is_null(), "{v}");
+}
