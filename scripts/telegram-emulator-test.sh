@@ -17,5 +17,6 @@ if [ ! -f "$DIR/node_modules/telegram-test-api/package.json" ]; then
     [ -f "$DIR/package.json" ] || printf '{"private": true}\n' > "$DIR/package.json"
     npm install --prefix "$DIR" --no-audit --no-fund --silent "telegram-test-api@${VERSION}"
 fi
-cargo build --locked -p pincer
+# The workspace build, as `cargo test --workspace` made it: no rebuild in CI.
+cargo build --locked --workspace --bins
 NODE_PATH="$DIR/node_modules" node scripts/telegram-emulator-test.js "$PWD/target/debug/pincer"
