@@ -8,6 +8,9 @@
 //! - `agent:claude-code` — Claude Code, governed through its hooks
 //!   (`pincer hook claude-code`);
 //! - `hook:NAME` — a configured hook's verdict;
+//! - `telegram:ID`, `discord:ID` — a chat user, by the id the platform
+//!   authenticated (never a display name); `camera:ADDR` — a camera board
+//!   by its peer address;
 //! - `system` — pincer itself (config loads, timeouts, repairs).
 
 /// A person at pincer's command line.
@@ -30,6 +33,12 @@ pub fn agent(id: &str) -> String {
 /// The actor of the hook `name`.
 pub fn hook(name: &str) -> String {
     format!("hook:{name}")
+}
+
+/// A chat user `id` of `channel` (`telegram:123456`), as the platform
+/// authenticated them.
+pub fn channel(channel: &str, id: &str) -> String {
+    format!("{channel}:{id}")
 }
 
 /// True for an actor that is a person.

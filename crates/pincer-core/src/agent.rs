@@ -70,6 +70,12 @@ pub enum AgentEvent {
         tokens_before: usize,
         tokens_after: usize,
     },
+    /// The user's message is in the session (durable under the `turn` and
+    /// `always` fsync policies): a front-end that must not lose a message
+    /// it received (a chat channel's update offset) may let go of it now.
+    UserMessageStored {
+        session: String,
+    },
     TextDelta {
         text: String,
     },
@@ -264,6 +270,28 @@ impl Agent {
         user_text: &str,
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
     ) -> Result<TurnOutcome, AgentError> {
+        self.run_turn_message(conv, Message::user(user_text), on_event)
+            .await
+    }
+
+    /// [`Agent::run_turn`] for a user message built by the front-end (one
+    /// with images). A message that is not a valid user message is an
+    /// error before anything is stored.
+    pub async fn run_turn_message(
+        &mut self,
+        conv: &mut Conversation,
+        user: Message,
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> Result<TurnOutcome, AgentError> {
+        if user.role != Role::User {
+            return Err(AgentError::Session(SessionError::InvalidMessage {
+                index: 0,
+                source: crate::message::FieldError::new(
+                    "role",
+                    "a turn starts with a user message",
+                ),
+            }));
+        }
         let cancelled = conv.in_flight;
         if cancelled {
             conv.view = conv.writer.view()?;
@@ -281,7 +309,10 @@ impl Agent {
         }
         // The fsync policy decides durability: under "turn" and "always" the
         // user message is on disk before the model is asked (ST6).
-        conv.append(&[Message::user(user_text)])?;
+        conv.append(std::slice::from_ref(&user))?;
+        on_event(AgentEvent::UserMessageStored {
+            session: conv.key().to_string(),
+        });
 
         for iteration in 1..=self.settings.max_tool_iterations {
             let (response, estimated_input, trimmed_now) = {

@@ -75,6 +75,30 @@ pub const LAYOUT: &[Entry] = &[
         what: "pictures the camera tool took",
     },
     Entry {
+        name: "cron",
+        dir: true,
+        protected: true,
+        what: "scheduled jobs and when each last ran; a job an agent could add would run its prompt unattended",
+    },
+    Entry {
+        name: "channels",
+        dir: true,
+        protected: true,
+        what: "chat channels' state (the Telegram update offset)",
+    },
+    Entry {
+        name: "serve",
+        dir: true,
+        protected: true,
+        what: "`pincer serve`'s lock and the status of its services",
+    },
+    Entry {
+        name: "HEARTBEAT.md",
+        dir: false,
+        protected: true,
+        what: "the heartbeat's check-in prompt; an agent that could write it would steer every heartbeat",
+    },
+    Entry {
         name: "history.txt",
         dir: false,
         protected: true,
@@ -132,6 +156,26 @@ impl Home {
 
     pub fn camera_dir(&self) -> PathBuf {
         self.at("camera")
+    }
+
+    /// Cron jobs (`jobs.json`) and their run state (`state.json`).
+    pub fn cron_dir(&self) -> PathBuf {
+        self.at("cron")
+    }
+
+    /// Chat channels' state.
+    pub fn channels_dir(&self) -> PathBuf {
+        self.at("channels")
+    }
+
+    /// `pincer serve`'s lock and status.
+    pub fn serve_dir(&self) -> PathBuf {
+        self.at("serve")
+    }
+
+    /// The heartbeat's prompt.
+    pub fn heartbeat_path(&self) -> PathBuf {
+        self.at("HEARTBEAT.md")
     }
 
     pub fn history_path(&self) -> PathBuf {
@@ -193,6 +237,10 @@ mod tests {
             h.keys_dir(),
             h.skills_dir(),
             h.camera_dir(),
+            h.cron_dir(),
+            h.channels_dir(),
+            h.serve_dir(),
+            h.heartbeat_path(),
             h.history_path(),
         ];
         for p in &named {

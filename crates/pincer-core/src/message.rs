@@ -28,6 +28,7 @@
 //! | `tool_call_id` | string, the `id` of the call this answers | tool only, required |
 //! | `name` | string, the tool's name | tool only, required |
 //! | `provider` | string, which provider produced the message | assistant only, optional |
+//! | `images` | array of `{media_type, data}`: `image/jpeg`, `image/png`, `image/gif` or `image/webp`, the bytes in padded standard base64, at most [`MAX_IMAGE_BYTES`] each and [`MAX_IMAGES`] per message | user only, omitted when empty (a photo from a chat, a camera frame) |
 //!
 //! Unknown fields are rejected, so a typo never silently becomes data. Fields are
 //! only ever added in a backwards-compatible way, with a new session meta `version`.
@@ -152,6 +153,12 @@ impl Timestamp {
             .map_err(|_| FieldError::new("ts", format!("`{s}` is not an RFC 3339 UTC timestamp")))
     }
 
+    /// The time `ms` milliseconds after the Unix epoch, capped at the end
+    /// of year 9999 (so it always formats).
+    pub fn from_millis(ms: u64) -> Self {
+        Self(ms.min(253_402_300_799_999))
+    }
+
     /// Milliseconds since the Unix epoch.
     pub fn as_millis(self) -> u64 {
         self.0
@@ -180,6 +187,74 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// The media types an [`Image`] may have: the ones every vision API takes.
+pub const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
+/// The largest image a message carries, in bytes (Anthropic's limit per
+/// image; OpenAI's is larger).
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// The most images one message carries.
+pub const MAX_IMAGES: usize = 4;
+
+/// An image a person sent with a message: a chat photo, a camera frame.
+/// Stored inline in the session line, so the line stays the one commit
+/// point (no second file to lose or orphan), and compaction reclaims it
+/// with the rest of a dropped turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Image {
+    /// One of [`IMAGE_TYPES`].
+    pub media_type: String,
+    /// The bytes, in padded standard base64.
+    pub data: String,
+}
+
+impl Image {
+    /// Decoded size in bytes, from the base64 length (exact for valid data).
+    pub fn byte_len(&self) -> usize {
+        let pad = self.data.bytes().rev().take_while(|b| *b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(pad)
+    }
+
+    /// The rules of the line format for one image; `field` is its path.
+    pub fn validate(&self, field: &str) -> Result<(), FieldError> {
+        if !IMAGE_TYPES.contains(&self.media_type.as_str()) {
+            return Err(FieldError::new(
+                format!("{field}.media_type"),
+                format!(
+                    "`{}` is not one of {}",
+                    self.media_type.escape_debug(),
+                    IMAGE_TYPES.join(", ")
+                ),
+            ));
+        }
+        let bad = |reason: &str| Err(FieldError::new(format!("{field}.data"), reason));
+        if self.data.is_empty() {
+            return bad("must not be empty");
+        }
+        if !self.data.len().is_multiple_of(4) {
+            return bad("is not padded base64 (its length is not a multiple of 4)");
+        }
+        let body = self.data.trim_end_matches('=');
+        if self.data.len() - body.len() > 2
+            || !body
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        {
+            return bad("is not standard base64");
+        }
+        if self.byte_len() > MAX_IMAGE_BYTES {
+            return Err(FieldError::new(
+                format!("{field}.data"),
+                format!(
+                    "the image is {} bytes, over the limit of {MAX_IMAGE_BYTES}",
+                    self.byte_len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One line of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,6 +270,8 @@ pub struct Message {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// [`Message`] as a person may type it: the same fields, `ts` optional.
@@ -209,6 +286,8 @@ struct InputMessage {
     tool_call_id: Option<String>,
     name: Option<String>,
     provider: Option<String>,
+    #[serde(default)]
+    images: Vec<Image>,
 }
 
 /// A message that breaks the line format; `field` names the offending field.
@@ -274,6 +353,7 @@ impl Message {
             tool_call_id: None,
             name: None,
             provider: None,
+            images: Vec::new(),
         }
     }
 
@@ -283,6 +363,14 @@ impl Message {
 
     pub fn user(content: impl Into<String>) -> Self {
         Self::plain(Role::User, content)
+    }
+
+    /// A user message with images (a chat photo, a camera frame).
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Self {
+            images,
+            ..Self::plain(Role::User, content)
+        }
     }
 
     pub fn assistant(content: impl Into<String>) -> Self {
@@ -362,6 +450,27 @@ impl Message {
                 ));
             }
         }
+        if !self.images.is_empty() && self.role != Role::User {
+            return Err(FieldError::new(
+                "images",
+                format!(
+                    "only user messages carry images, not {}",
+                    self.role.as_str()
+                ),
+            ));
+        }
+        if self.images.len() > MAX_IMAGES {
+            return Err(FieldError::new(
+                "images",
+                format!(
+                    "{} images, over the limit of {MAX_IMAGES} per message",
+                    self.images.len()
+                ),
+            ));
+        }
+        for (i, image) in self.images.iter().enumerate() {
+            image.validate(&format!("images[{i}]"))?;
+        }
         for (i, call) in self.tool_calls.iter().enumerate() {
             if call.id.is_empty() {
                 return Err(FieldError::new(
@@ -432,6 +541,7 @@ impl Message {
             tool_call_id: input.tool_call_id,
             name: input.name,
             provider: input.provider,
+            images: input.images,
         };
         m.validate()?;
         Ok(m)
@@ -460,6 +570,49 @@ mod tests {
     fn line_format_rules() {
         let ts = "2026-11-30T11:43:45.123Z";
         check(json!({"role":"user","content":"hi","ts":ts}), None);
+        let img = |mt: &str, data: &str| json!({"media_type": mt, "data": data});
+        check(
+            json!({"role":"user","content":"look","ts":ts,"images":[img("image/png","iVBORw0KGgo=")]}),
+            None,
+        );
+        check(
+            json!({"role":"assistant","content":"x","ts":ts,"images":[img("image/png","AAAA")]}),
+            Some("images"),
+        );
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":[img("image/png","AAAA"),img("text/html","AAAA")]}),
+            Some("images[1].media_type"),
+        );
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":[img("image/jpeg","AAA")]}),
+            Some("images[0].data"),
+        );
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":[img("image/jpeg","AA\n=")]}),
+            Some("images[0].data"),
+        );
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":[img("image/jpeg","")]}),
+            Some("images[0].data"),
+        );
+        let five: Vec<_> = (0..5).map(|_| img("image/png", "AAAA")).collect();
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":five}),
+            Some("images"),
+        );
+        let big = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        check(
+            json!({"role":"user","content":"x","ts":ts,"images":[img("image/jpeg",&big)]}),
+            Some("images[0].data"),
+        );
+        assert_eq!(
+            Image {
+                media_type: "image/png".into(),
+                data: "AAA=".into()
+            }
+            .byte_len(),
+            2
+        );
         check(
             json!({"role":"assistant","content":"","ts":ts,"tool_calls":[{"id":"a","name":"t","arguments":{}}]}),
             None,

@@ -114,6 +114,10 @@ const TOOL_NAME_CHARS: usize = 40;
 // CX6: token counting
 // ---------------------------------------------------------------------------
 
+/// What one image in a message is counted as: about what Anthropic
+/// charges for a 1092×1092 picture (OpenAI's high-detail tiles cost less).
+pub const IMAGE_TOKENS: usize = 1600;
+
 /// CX6: pluggable token counting.
 pub trait TokenCounter {
     /// Tokens of a piece of text.
@@ -136,7 +140,9 @@ pub trait TokenCounter {
         if let Some(name) = &m.name {
             n = n.saturating_add(self.text_tokens(name));
         }
-        n
+        // An image costs what the vision APIs charge for a large one, not
+        // its base64 length.
+        n.saturating_add(m.images.len().saturating_mul(IMAGE_TOKENS))
     }
 }
 
@@ -874,6 +880,7 @@ fn close_run(out: &mut Vec<Message>, at: usize, answered: &[bool], report: &mut 
             tool_call_id: Some(call.id.clone()),
             name: Some(call.name.clone()),
             provider: None,
+            images: Vec::new(),
         })
         .collect();
     for m in missing {

@@ -92,7 +92,7 @@ impl AnthropicProvider {
         ep.stream_chat(
             &url,
             headers,
-            &request_body(&ep.model, req),
+            &request_body_for(&ep.name, &ep.model, ep.vision, req),
             stream,
             on_text,
         )
@@ -109,7 +109,7 @@ impl Provider for AnthropicProvider {
         ProviderCaps {
             tools: true,
             streaming: true,
-            vision: false,
+            vision: self.ep.vision,
         }
     }
 
@@ -126,8 +126,16 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The request body for `model` and `req`.
+/// The request body for `model` and `req` (a model without vision: images
+/// are left out with a note).
 pub fn request_body(model: &str, req: &ChatRequest<'_>) -> Value {
+    request_body_for("", model, false, req)
+}
+
+/// The request body for provider `name`'s `model`; with `vision`, a user
+/// message's images go as `image` blocks with a base64 source, ahead of
+/// its text (as Anthropic recommends).
+pub fn request_body_for(name: &str, model: &str, vision: bool, req: &ChatRequest<'_>) -> Value {
     let mut system = req.system.clone();
     // `Role::System` never reaches a provider (the agent folds it into
     // `system`); should one arrive, it is folded in here too.
@@ -141,7 +149,7 @@ pub fn request_body(model: &str, req: &ChatRequest<'_>) -> Value {
         "model": model,
         "max_tokens": req.max_tokens,
         "stream": true,
-        "messages": wire_messages(&req.messages),
+        "messages": wire_messages(name, vision, &req.messages),
     });
     if !system.is_empty() {
         body["system"] = Value::String(system);
@@ -163,12 +171,30 @@ pub fn request_body(model: &str, req: &ChatRequest<'_>) -> Value {
 }
 
 /// pincer messages as alternating Anthropic messages.
-fn wire_messages(messages: &[Message]) -> Vec<Value> {
+fn wire_messages(name: &str, vision: bool, messages: &[Message]) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in messages {
         let (role, blocks) = match m.role {
             Role::System => continue,
-            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::User if vision => {
+                let mut blocks: Vec<Value> = m
+                    .images
+                    .iter()
+                    .map(|i| {
+                        json!({"type": "image", "source": {
+                            "type": "base64", "media_type": i.media_type, "data": i.data,
+                        }})
+                    })
+                    .collect();
+                blocks.extend(text_block(&m.content));
+                ("user", blocks)
+            }
+            Role::User => (
+                "user",
+                text_block(&crate::images::text_without_images(name, m))
+                    .into_iter()
+                    .collect(),
+            ),
             Role::Assistant => {
                 let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
                 blocks.extend(m.tool_calls.iter().map(|c| {
@@ -652,7 +678,7 @@ mod tests {
             Message::assistant(""),
             Message::assistant("d"),
         ];
-        let wire = wire_messages(&msgs);
+        let wire = wire_messages("", false, &msgs);
         assert_eq!(
             Value::Array(wire),
             json!([

@@ -51,6 +51,10 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// The script file of a `scripted` provider.
     pub script: Option<PathBuf>,
+    /// The model takes images (`vision = true`): photos from a chat and
+    /// camera frames are sent to it as image content. Off, a message's
+    /// images are left out with a note the model sees.
+    pub vision: bool,
 }
 
 /// Vendor defaults, in one place.
@@ -88,6 +92,7 @@ impl ProviderConfig {
             timeout_secs: defaults::TIMEOUT_SECS,
             max_retries: defaults::MAX_RETRIES,
             script: None,
+            vision: false,
         }
     }
 }
@@ -128,6 +133,8 @@ struct RawProvider {
     timeout_secs: Option<Spanned<u64>>,
     max_retries: Option<Spanned<u32>>,
     script: Option<PathBuf>,
+    #[serde(default)]
+    vision: bool,
 }
 
 /// The providers section as `pincer init` writes it (commented examples).
@@ -143,6 +150,7 @@ pub const EXAMPLE_TOML: &str = r#"# A provider. kind = "openai" covers OpenAI, l
 # context_window = 8192
 # timeout_secs = 120
 # max_retries = 2
+# vision = false         # true: the model takes images (chat photos, camera frames)
 #
 # [providers.claude]
 # kind = "anthropic"
@@ -291,6 +299,7 @@ fn parse_one(
         timeout_secs,
         max_retries,
         script,
+        vision: rp.vision || rp.kind == ProviderKind::Scripted,
     })
 }
 

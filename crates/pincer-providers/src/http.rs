@@ -97,6 +97,8 @@ pub(crate) struct Endpoint {
     pub key: Option<ApiKey>,
     pub timeout: Duration,
     pub client: reqwest::Client,
+    /// The model takes images.
+    pub vision: bool,
 }
 
 impl Endpoint {
@@ -149,6 +151,7 @@ impl Endpoint {
             key,
             timeout,
             client,
+            vision: cfg.vision,
         })
     }
 
@@ -218,10 +221,7 @@ impl Endpoint {
 /// cheap on a Pi, and a box without `ca-certificates` can still talk to
 /// its local model. Such a client trusts no certificate, so a redirect
 /// from `http://` to `https://` fails with a certificate error.
-pub(crate) fn tls_config(
-    provider: &str,
-    base_url: &str,
-) -> Result<rustls::ClientConfig, ProviderError> {
+pub fn tls_config(provider: &str, base_url: &str) -> Result<rustls::ClientConfig, ProviderError> {
     let config_error = |message: String| ProviderError::Config {
         provider: provider.to_string(),
         message,

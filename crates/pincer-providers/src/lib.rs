@@ -28,6 +28,7 @@
 pub mod anthropic;
 pub mod config;
 mod http;
+pub mod images;
 pub mod openai;
 pub mod probe;
 pub mod router;
@@ -35,7 +36,7 @@ pub mod scripted;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
-pub use http::parse_retry_after;
+pub use http::{parse_retry_after, tls_config};
 pub use openai::OpenAiProvider;
 pub use probe::{Check, ProbeReport, detect_local, probe, probe_anthropic};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};

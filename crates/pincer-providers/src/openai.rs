@@ -77,7 +77,7 @@ impl OpenAiProvider {
         ep.stream_chat(
             &url,
             headers,
-            &request_body(&ep.model, req),
+            &request_body_for(&ep.name, &ep.model, ep.vision, req),
             stream,
             on_text,
         )
@@ -94,7 +94,7 @@ impl Provider for OpenAiProvider {
         ProviderCaps {
             tools: true,
             streaming: true,
-            vision: false,
+            vision: self.ep.vision,
         }
     }
 
@@ -111,13 +111,20 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The request body for `model` and `req`.
+/// The request body for `model` and `req` (a model without vision: images
+/// are left out with a note).
 pub fn request_body(model: &str, req: &ChatRequest<'_>) -> Value {
+    request_body_for("", model, false, req)
+}
+
+/// The request body for provider `name`'s `model`; with `vision`, a user
+/// message's images go as `image_url` parts holding a `data:` URL.
+pub fn request_body_for(name: &str, model: &str, vision: bool, req: &ChatRequest<'_>) -> Value {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
-    messages.extend(req.messages.iter().map(wire_message));
+    messages.extend(req.messages.iter().map(|m| wire_message(name, vision, m)));
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -141,12 +148,27 @@ pub fn request_body(model: &str, req: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn wire_message(m: &Message) -> Value {
+fn wire_message(name: &str, vision: bool, m: &Message) -> Value {
     match m.role {
         // Never sent by the agent (the system prompt is `ChatRequest::system`),
         // but passed on faithfully if it is.
         Role::System => json!({"role": "system", "content": m.content}),
-        Role::User => json!({"role": "user", "content": m.content}),
+        Role::User if vision && !m.images.is_empty() => {
+            let mut parts = Vec::with_capacity(m.images.len() + 1);
+            if !m.content.is_empty() {
+                parts.push(json!({"type": "text", "text": m.content}));
+            }
+            parts.extend(m.images.iter().map(|i| {
+                json!({"type": "image_url", "image_url": {
+                    "url": format!("data:{};base64,{}", i.media_type, i.data),
+                }})
+            }));
+            json!({"role": "user", "content": parts})
+        }
+        Role::User => json!({
+            "role": "user",
+            "content": crate::images::text_without_images(name, m),
+        }),
         Role::Assistant if m.tool_calls.is_empty() => {
             json!({"role": "assistant", "content": m.content})
         }

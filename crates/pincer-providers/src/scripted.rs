@@ -22,6 +22,7 @@
 //! | `expect.last_role` | `"user" \| "assistant" \| "tool"` | the last message has this role |
 //! | `expect.tools_offered` | array of strings | each named tool is offered (others may be too) |
 //! | `expect.system_contains` | string | the system prompt contains it |
+//! | `expect.images` | number | the last message carries this many images |
 //!
 //! Each `chat` call consumes the next turn. A turn with tool calls finishes
 //! with `ToolCalls`, otherwise `Stop`. An `expect` that does not hold, or a
@@ -83,6 +84,8 @@ pub struct Expect {
     pub tools_offered: Option<Vec<String>>,
     #[serde(default)]
     pub system_contains: Option<String>,
+    #[serde(default)]
+    pub images: Option<usize>,
 }
 
 /// Replays a [`Script`]; see the module doc for the format.
@@ -290,6 +293,14 @@ fn check(expect: &Expect, req: &ChatRequest<'_>) -> Result<(), String> {
             ));
         }
     }
+    if let Some(n) = expect.images {
+        let got = last.map_or(0, |m| m.images.len());
+        if got != n {
+            return Err(format!(
+                "expected the last message to carry {n} image(s), but it carries {got}"
+            ));
+        }
+    }
     if let Some(needle) = &expect.system_contains
         && !req.system.contains(needle.as_str())
     {
@@ -309,7 +320,8 @@ impl Provider for ScriptedProvider {
         ProviderCaps {
             tools: true,
             streaming: true,
-            vision: false,
+            // A script "sees" whatever it is sent; `expect.images` checks it.
+            vision: true,
         }
     }
 

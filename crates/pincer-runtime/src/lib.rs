@@ -229,6 +229,12 @@ impl Runtime {
         &self.settings
     }
 
+    /// Whether the agent's model takes images (every provider of the chain
+    /// has `vision = true`).
+    pub fn vision(&self) -> bool {
+        self.provider.caps().vision
+    }
+
     pub fn provider_choice(&self) -> &ProviderChoice {
         &self.choice
     }
@@ -347,6 +353,18 @@ impl AgentSession {
         on_event: &(dyn Fn(AgentEvent) + Send + Sync),
     ) -> Result<TurnOutcome, AgentError> {
         self.agent.run_turn(&mut self.conv, text, on_event).await
+    }
+
+    /// [`AgentSession::run_turn`] for a user message a front-end built (a
+    /// chat photo with its caption, a camera frame).
+    pub async fn run_turn_message(
+        &mut self,
+        message: pincer_core::Message,
+        on_event: &(dyn Fn(AgentEvent) + Send + Sync),
+    ) -> Result<TurnOutcome, AgentError> {
+        self.agent
+            .run_turn_message(&mut self.conv, message, on_event)
+            .await
     }
 }
 

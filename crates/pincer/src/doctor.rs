@@ -16,10 +16,11 @@ fn build(ctx: &Ctx, depth: Depth) -> Result<Report> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    #[allow(unused_mut)] // without a front-end feature nothing is added
     let mut report = rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env, depth));
     #[cfg(feature = "claude-code")]
     crate::hook_cmd::add_status(ctx, &mut report);
+    let (part, errors, warnings) = pincer_serve::status_part(&ctx.home);
+    report.add_front_end(part, errors, warnings);
     Ok(report)
 }
 

@@ -6,6 +6,7 @@
 mod agent_cmd;
 mod approvals_cmd;
 mod audit_cmd;
+mod cron_cmd;
 mod demo;
 mod doctor;
 #[cfg(feature = "claude-code")]
@@ -18,6 +19,7 @@ mod membench_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod sandbox_cmd;
+mod serve_cmd;
 mod session_cmd;
 
 use anyhow::{Context, Result};
@@ -33,6 +35,7 @@ const FEATURES: &[(&str, bool)] = &[
     ("fts5", cfg!(feature = "fts5")),
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
+    ("telegram", cfg!(feature = "telegram")),
 ];
 
 /// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.
@@ -166,6 +169,14 @@ enum Command {
     /// The OS sandbox the shell runs in: `check` proves every layer here.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCmd),
+    /// The daemon: runs what config.toml enables (chat channels, cron jobs,
+    /// the heartbeat) over one runtime until SIGTERM; SIGHUP reloads the
+    /// config. `pincer status` shows how each service is.
+    Serve,
+    /// Jobs that run an agent prompt on a schedule (run by `pincer serve`):
+    /// add, list, remove, run.
+    #[command(subcommand)]
+    Cron(cron_cmd::CronCmd),
     /// Shell completions, generated from this command line's definition.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -212,6 +223,10 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
     [
         #[cfg(feature = "claude-code")]
         pincer_claude_code::SECTION,
+        #[cfg(feature = "telegram")]
+        pincer_channels::SECTION,
+        pincer_serve::config::SERVE_SECTION,
+        pincer_serve::config::HEARTBEAT_SECTION,
     ]
     .into_iter()
     .collect()
@@ -357,6 +372,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Exec(args) => sandbox_cmd::exec(&load_ctx(cli.home)?, args),
         Command::Sandbox(cmd) => sandbox_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Serve => serve_cmd::run(&load_ctx(cli.home)?),
+        Command::Cron(cmd) => cron_cmd::run(&load_ctx(cli.home)?, cmd),
         #[cfg(feature = "membench")]
         Command::Membench(args) => membench_cmd::run(args),
         #[cfg(feature = "claude-code")]

@@ -45,6 +45,15 @@ pub enum Kind {
     McpCall,
     McpResult,
     McpChange,
+    ServeStart,
+    ServeReload,
+    ServeStop,
+    ChannelMessage,
+    ChannelRefused,
+    CronChange,
+    CronRun,
+    CronDone,
+    CronSkip,
 }
 
 impl Kind {
@@ -75,6 +84,15 @@ impl Kind {
         Kind::McpCall,
         Kind::McpResult,
         Kind::McpChange,
+        Kind::ServeStart,
+        Kind::ServeReload,
+        Kind::ServeStop,
+        Kind::ChannelMessage,
+        Kind::ChannelRefused,
+        Kind::CronChange,
+        Kind::CronRun,
+        Kind::CronDone,
+        Kind::CronSkip,
     ];
 
     /// The name stored in an entry's `kind` field.
@@ -106,6 +124,15 @@ impl Kind {
             Kind::McpCall => "mcp.call",
             Kind::McpResult => "mcp.result",
             Kind::McpChange => "mcp.change",
+            Kind::ServeStart => "serve.start",
+            Kind::ServeReload => "serve.reload",
+            Kind::ServeStop => "serve.stop",
+            Kind::ChannelMessage => "channel.message",
+            Kind::ChannelRefused => "channel.refused",
+            Kind::CronChange => "cron.change",
+            Kind::CronRun => "cron.run",
+            Kind::CronDone => "cron.done",
+            Kind::CronSkip => "cron.skip",
         }
     }
 
@@ -142,6 +169,27 @@ impl Kind {
             Kind::McpCall => "a person's `pincer mcp call`, before it is sent",
             Kind::McpResult => "the result of a `pincer mcp call`",
             Kind::McpChange => "an MCP server's tool list changed after pincer started",
+            Kind::ServeStart => "`pincer serve` started, and the services it runs",
+            Kind::ServeReload => {
+                "`pincer serve` reloaded its config (SIGHUP), or kept the old one and why"
+            }
+            Kind::ServeStop => "`pincer serve` stopped: why, and the turns its drain cancelled",
+            Kind::ChannelMessage => {
+                "a message from an allowlisted chat user, before the agent sees it"
+            }
+            Kind::ChannelRefused => {
+                "a chat message or approval button from someone not allowed, refused"
+            }
+            Kind::CronChange => "a cron job was added or removed",
+            Kind::CronRun => {
+                "a cron job (or the heartbeat) starts a turn: why now, and runs it missed"
+            }
+            Kind::CronDone => {
+                "how a cron job's (or the heartbeat's) turn ended, and where its reply went"
+            }
+            Kind::CronSkip => {
+                "runs of a cron job missed while pincer was down, skipped as the job says"
+            }
         }
     }
 
@@ -760,6 +808,143 @@ pub struct McpChange {
 }
 payload!(McpChange, McpChange);
 
+// `pincer serve`, its chat channels and its scheduler. A channel's actor
+// is the principal it authenticated (`telegram:<user id>`); the
+// scheduler's is `system`.
+
+/// `pincer serve` started (`serve.start`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeStart {
+    pub pid: u32,
+    /// The services it supervises (`telegram`, `cron`, `heartbeat`…).
+    pub services: Vec<String>,
+}
+payload!(ServeStart, ServeStart);
+
+/// A SIGHUP (`serve.reload`): the new config was taken, or refused and
+/// the old one kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeReload {
+    pub applied: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub services: Vec<String>,
+}
+payload!(ServeReload, ServeReload);
+
+/// `pincer serve` stopped (`serve.stop`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeStop {
+    /// `SIGTERM`, `SIGINT`…
+    pub reason: String,
+    /// Turns still running when the drain ran out of time, cancelled
+    /// (their sessions stay valid).
+    #[serde(default)]
+    pub cancelled_turns: usize,
+}
+payload!(ServeStop, ServeStop);
+
+/// A message from an allowlisted chat user (`channel.message`), recorded
+/// before the agent sees it; the entry's actor is the sender.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelMessage {
+    /// `telegram`, `discord`, `camera`.
+    pub channel: String,
+    pub chat: String,
+    pub session: String,
+    pub bytes: usize,
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: usize,
+}
+payload!(ChannelMessage, ChannelMessage);
+
+/// Something a chat user may not do, refused (`channel.refused`): a
+/// message from someone not in `allow_users`, an approval button pressed
+/// by someone not in `approvers`. Nothing of it reaches a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRefused {
+    pub channel: String,
+    pub chat: String,
+    /// The sender as the platform authenticated it (`telegram:<user id>`).
+    pub from: String,
+    /// `message` or `approval`.
+    pub what: String,
+    pub reason: String,
+}
+payload!(ChannelRefused, ChannelRefused);
+
+/// A cron job was added or removed (`cron.change`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronChange {
+    /// `add` or `remove`.
+    pub op: String,
+    pub job: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
+}
+payload!(CronChange, CronChange);
+
+/// A scheduled turn starts (`cron.run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronRun {
+    pub job: String,
+    /// `schedule`, `catch_up` (one run for runs missed while pincer was
+    /// down), `manual` (`pincer cron run`) or `heartbeat`.
+    pub trigger: String,
+    /// The time the schedule named for this run, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<String>,
+    /// Runs missed before this one (a catch-up run stands for them).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub missed: u64,
+    pub session: String,
+}
+payload!(CronRun, CronRun);
+
+/// How a scheduled turn ended (`cron.done`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronDone {
+    pub job: String,
+    pub status: CallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub reply_bytes: usize,
+    /// Where the reply was sent (`telegram:<chat id>`); absent when it was
+    /// kept in the session only (or the heartbeat had nothing to say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_error: Option<String>,
+}
+payload!(CronDone, CronDone);
+
+/// Runs missed while pincer was down, skipped (`cron.skip`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronSkip {
+    pub job: String,
+    pub missed: u64,
+    pub first: String,
+    pub last: String,
+}
+payload!(CronSkip, CronSkip);
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,6 +962,8 @@ mod tests {
         );
         assert_eq!(Kind::matching("tool.call"), Some(vec![Kind::ToolCall]));
         assert_eq!(Kind::matching("claude").map(|k| k.len()), Some(5));
+        assert_eq!(Kind::matching("cron").map(|k| k.len()), Some(4));
+        assert_eq!(Kind::matching("serve").map(|k| k.len()), Some(3));
         assert_eq!(Kind::matching("bogus"), None);
         assert_eq!(Kind::matching("gate.decisio"), None);
     }

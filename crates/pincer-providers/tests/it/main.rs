@@ -9,6 +9,7 @@ mod mock;
 mod openai;
 mod probe;
 mod router;
+mod vision;
 
 use pincer_core::provider::{ChatRequest, ToolSpec};
 use pincer_core::{Message, ToolCall};

@@ -186,6 +186,7 @@ impl Mock {
             timeout_secs: 10,
             max_retries: 0,
             script: None,
+            vision: false,
         }
     }
 }

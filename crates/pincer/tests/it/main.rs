@@ -3,6 +3,7 @@
 
 mod agent;
 mod audit;
+mod botapi;
 #[cfg(feature = "claude-code")]
 mod claude_code;
 mod cli;
@@ -13,6 +14,7 @@ mod membench;
 mod memory;
 mod policy;
 mod sandbox;
+mod serve;
 mod session;
 mod tidy;
 mod tty;

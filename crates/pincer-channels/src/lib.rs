@@ -1,0 +1,23 @@
+//! pincer-channels: the chat platforms `pincer serve` reaches people on,
+//! each a [`pincer_serve::Service`]. Telegram (Bot API long polling) is
+//! written; Discord and a camera board's TCP channel are not yet.
+//! [`chat`] holds what every platform shares — the allowlist (empty means nobody), one session per
+//! chat, approvals as buttons bound to an approval id and honoured only
+//! from an allowlisted approver — so a platform module only translates.
+//!
+//! Every turn runs through the one runtime (`pincer_runtime::Runtime`):
+//! a channel never builds tools, a gate or a prompt, and cannot reach a
+//! tool except through the gate. It speaks the platforms' HTTP with the
+//! project's own reqwest on rustls (`ring`); tokens come from the
+//! environment (read by the binary) and never appear in an error.
+
+pub mod chat;
+pub mod config;
+mod http;
+pub mod text;
+
+#[cfg(feature = "telegram")]
+pub mod telegram;
+
+pub use config::{ChannelsConfig, SECTION, TelegramConfig};
+pub use http::Token;
