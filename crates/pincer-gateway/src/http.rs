@@ -10,7 +10,7 @@
 //!    cross-site request — and no cross-site WebSocket — gets through. No
 //!    CORS headers are ever sent, so a browser never lets another site read
 //!    an answer either.
-//! 3. Every path but the public few (the UI's three files, `/health`,
+//! 3. Every path but the public few (the UI's files, `/health`,
 //!    `/pair`, `/.well-known/*`) needs a paired token (`Authorization:
 //!    Bearer TOKEN`; for `/ws` also the subprotocol `bearer.TOKEN`): deny
 //!    by default, so `/api/*`, `/metrics`, `/ws` and any path nobody
@@ -162,8 +162,10 @@ pub(crate) fn peer(req: &Request) -> SocketAddr {
 
 /// The paths anyone may ask for.
 fn is_public(path: &str) -> bool {
-    matches!(path, "/" | "/app.js" | "/app.css" | "/health" | "/pair")
-        || path.starts_with("/.well-known/")
+    matches!(
+        path,
+        "/" | "/app.js" | "/app.css" | "/favicon.ico" | "/health" | "/pair"
+    ) || path.starts_with("/.well-known/")
 }
 
 /// Step 3 and 4: the token, then its rate limit.
@@ -280,6 +282,7 @@ pub(crate) fn router(st: Arc<State>) -> Router {
         .route("/", get(crate::ui::index))
         .route("/app.js", get(crate::ui::script))
         .route("/app.css", get(crate::ui::style))
+        .route("/favicon.ico", get(crate::ui::favicon))
         .route("/health", get(crate::api::health))
         .route("/pair", post(crate::api::pair))
         .route("/.well-known/asap/manifest.json", get(crate::api::manifest))

@@ -130,7 +130,11 @@ fn shortest(x: f64) -> (String, i64) {
     let Some(high) = increment(&low) else {
         return (digits, exp + 1);
     };
-    let even = if low.bytes().last().is_some_and(|b| (b - b'0').is_multiple_of(2)) {
+    let even = if low
+        .bytes()
+        .last()
+        .is_some_and(|b| (b - b'0').is_multiple_of(2))
+    {
         low
     } else {
         high

@@ -32,3 +32,9 @@ pub(crate) async fn script() -> Response {
 pub(crate) async fn style() -> Response {
     asset(STYLE, "text/css; charset=utf-8")
 }
+
+/// Browsers ask for it on their own; there is none (and asking is not an
+/// unauthorised request worth a 401 in the console).
+pub(crate) async fn favicon() -> Response {
+    axum::http::StatusCode::NO_CONTENT.into_response()
+}
