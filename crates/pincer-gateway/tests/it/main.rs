@@ -7,6 +7,7 @@ mod auth;
 mod chat;
 mod jcs;
 mod load;
+mod loadgen;
 mod manifest;
 mod pairing;
 mod support;
