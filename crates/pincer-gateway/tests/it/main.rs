@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed fixture should panic
 
 mod api;
+mod approvals;
 mod auth;
 mod chat;
 mod jcs;
