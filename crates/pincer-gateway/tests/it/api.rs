@@ -1,7 +1,9 @@
 //! The read routes: status, metrics, the audit trail, memory, hardware.
 
 use crate::support::{replies, start};
-use serde_json::json;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_is_the_status_report() {
@@ -166,4 +168,135 @@ async fn hardware_reads_are_recorded_under_the_token() {
     assert_eq!(ops.len(), 2, "hw_info and the snapshot");
     assert!(ops.iter().all(|e| e.actor == format!("token:{id}")));
     assert_eq!(crate::support::entries(&gw, "hw.result").len(), 1);
+}
+
+/// A Python with the `prometheus_client` package (Debian's
+/// `python3-prometheus-client`): `$PINCER_TEST_PYTHON`, `python3` or
+/// `/usr/bin/python3`, the first that has it. `None` skips the test, unless
+/// `PINCER_REQUIRE_PROMETHEUS_PARSER=1` (CI sets it) makes that a failure.
+fn prometheus_python() -> Option<String> {
+    let mut candidates = vec!["python3".to_string(), "/usr/bin/python3".to_string()];
+    if let Ok(p) = std::env::var("PINCER_TEST_PYTHON") {
+        candidates.insert(0, p);
+    }
+    for py in &candidates {
+        let ok = Command::new(py)
+            .args(["-c", "import prometheus_client.parser"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py.clone());
+        }
+    }
+    assert!(
+        std::env::var("PINCER_REQUIRE_PROMETHEUS_PARSER").as_deref() != Ok("1"),
+        "none of {candidates:?} has the `prometheus_client` package (PINCER_REQUIRE_PROMETHEUS_PARSER=1)"
+    );
+    eprintln!("skipped: no python3 with `prometheus_client`");
+    None
+}
+
+/// `/metrics` as Prometheus's own client library parses it: every sample
+/// line accepted, every family typed, the counts and the histogram right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_parse_with_the_reference_parser() {
+    let gw = start(
+        &json!({"turns": [
+            {"tool_calls": [{"id": "s", "name": "i2c_scan", "arguments": {}}]},
+            {"text": "ok"},
+            {"text": "again"}
+        ]}),
+        "supervised",
+    )
+    .await;
+    let token = gw.chatter().await;
+    gw.post("/api/chat", &token, r#"{"message": "scan"}"#).await;
+    gw.post(
+        "/api/chat",
+        &token,
+        r#"{"session": "two", "message": "hi"}"#,
+    )
+    .await;
+    let text = gw.get("/metrics", &token).await.body;
+    let Some(py) = prometheus_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("metrics.txt");
+    std::fs::write(&file, &text).expect("write");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/parse_metrics.py");
+    let out = Command::new(&py)
+        .arg(&script)
+        .arg(&file)
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "the parser refused it: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let families: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let samples: Vec<&Value> = families
+        .iter()
+        .flat_map(|f| f["samples"].as_array().into_iter().flatten())
+        .collect();
+    let lines = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    assert_eq!(samples.len(), lines, "every sample line was read:\n{text}");
+    let kind = |name: &str| {
+        families
+            .iter()
+            .find(|f| f["name"] == name)
+            .and_then(|f| f["type"].as_str())
+            .unwrap_or_else(|| panic!("no family {name} in {families:?}"))
+            .to_string()
+    };
+    for f in &families {
+        assert_ne!(f["type"], "unknown", "a family without # TYPE: {f}");
+    }
+    // The client library names a counter's family without `_total`.
+    assert_eq!(kind("pincer_turns"), "counter");
+    assert_eq!(kind("pincer_tool_calls"), "counter");
+    assert_eq!(kind("pincer_provider_latency_seconds"), "histogram");
+    assert_eq!(kind("pincer_approvals_pending"), "gauge");
+    assert_eq!(kind("pincer_audit_entries"), "gauge");
+    let value = |name: &str, labels: Value| {
+        samples
+            .iter()
+            .find(|s| s["name"] == name && s["labels"] == labels)
+            .and_then(|s| s["value"].as_f64())
+            .unwrap_or_else(|| panic!("no sample {name} {labels}"))
+    };
+    assert_eq!(value("pincer_turns_total", json!({"outcome": "done"})), 2.0);
+    assert_eq!(
+        value("pincer_tool_calls_total", json!({"decision": "ok"})),
+        1.0
+    );
+    // The histogram: buckets never decrease, +Inf is the count.
+    let mut last = 0.0;
+    let mut buckets = 0;
+    for s in samples
+        .iter()
+        .filter(|s| s["name"] == "pincer_provider_latency_seconds_bucket")
+    {
+        let v = s["value"].as_f64().expect("value");
+        assert!(v >= last, "a bucket below the one before: {s}");
+        last = v;
+        buckets += 1;
+    }
+    assert!(buckets > 1);
+    let count = value(
+        "pincer_provider_latency_seconds_count",
+        json!({"provider": "scripted"}),
+    );
+    assert_eq!(count, 3.0);
+    assert_eq!(
+        value(
+            "pincer_provider_latency_seconds_bucket",
+            json!({"provider": "scripted", "le": "+Inf"})
+        ),
+        count
+    );
 }
