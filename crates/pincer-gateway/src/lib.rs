@@ -327,9 +327,18 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt as _;
         let app = self
             .router()
             .into_make_service_with_connect_info::<SocketAddr>();
+        // A turn streams as many small WebSocket messages: with Nagle's
+        // algorithm each one after the first waits for the client's
+        // delayed ACK (40 ms on Linux), most of a turn's latency.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "cannot set TCP_NODELAY: streamed events may be delayed");
+            }
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await

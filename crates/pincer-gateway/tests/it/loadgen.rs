@@ -134,6 +134,8 @@ async fn ws_session(
     turns: usize,
 ) -> Result<Vec<Duration>, String> {
     let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    // As a browser does: a message is sent when it is written.
+    let _ = stream.set_nodelay(true);
     let req = tungstenite::handshake::client::Request::builder()
         .uri(format!("ws://{addr}/ws"))
         .header("Host", addr.to_string())
