@@ -11,6 +11,8 @@
 //! - `telegram:ID`, `discord:ID` — a chat user, by the id the platform
 //!   authenticated (never a display name); `camera:ADDR` — a camera board
 //!   by its peer address;
+//! - `token:ID` — a person holding the gateway token `ID` (the gateway
+//!   authenticated the token; `ID` is its public half, never the secret);
 //! - `system` — pincer itself (config loads, timeouts, repairs).
 
 /// A person at pincer's command line.
@@ -30,6 +32,14 @@ pub fn agent(id: &str) -> String {
     format!("{AGENT_PREFIX}{id}")
 }
 
+/// The prefix of a gateway token's principal.
+pub const TOKEN_PREFIX: &str = "token:";
+
+/// The principal of the gateway token whose id is `id`.
+pub fn token(id: &str) -> String {
+    format!("{TOKEN_PREFIX}{id}")
+}
+
 /// The actor of the hook `name`.
 pub fn hook(name: &str) -> String {
     format!("hook:{name}")
@@ -41,7 +51,8 @@ pub fn channel(channel: &str, id: &str) -> String {
     format!("{channel}:{id}")
 }
 
-/// True for an actor that is a person.
+/// True for an actor that is a person (at a terminal, or holding a
+/// gateway token).
 pub fn is_human(actor: &str) -> bool {
-    actor.starts_with("human:")
+    actor.starts_with("human:") || actor.starts_with(TOKEN_PREFIX)
 }

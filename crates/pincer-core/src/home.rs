@@ -63,6 +63,12 @@ pub const LAYOUT: &[Entry] = &[
         what: "signing keys",
     },
     Entry {
+        name: "gateway",
+        dir: true,
+        protected: true,
+        what: "the gateway's paired tokens (hashed) and pairing codes; a tool that could write here could pair itself",
+    },
+    Entry {
         name: "skills",
         dir: true,
         protected: true,
@@ -150,6 +156,11 @@ impl Home {
         self.at("keys")
     }
 
+    /// The gateway's token store and pairing codes.
+    pub fn gateway_dir(&self) -> PathBuf {
+        self.at("gateway")
+    }
+
     pub fn skills_dir(&self) -> PathBuf {
         self.at("skills")
     }
@@ -235,6 +246,7 @@ mod tests {
             h.approvals_dir(),
             h.memory_dir(),
             h.keys_dir(),
+            h.gateway_dir(),
             h.skills_dir(),
             h.camera_dir(),
             h.cron_dir(),
@@ -254,6 +266,7 @@ mod tests {
         assert!(!h.default_workspace().starts_with(h.root()));
         assert!(h.protected().contains(&h.approvals_dir()));
         assert!(h.protected().contains(&h.skills_dir()));
+        assert!(h.protected().contains(&h.gateway_dir()));
     }
 
     #[test]

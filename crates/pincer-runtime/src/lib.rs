@@ -19,6 +19,7 @@
 
 mod env;
 pub mod gate;
+pub mod inbox;
 pub mod mcp;
 pub mod person;
 pub mod prompt;
@@ -235,6 +236,12 @@ impl Runtime {
         self.provider.caps().vision
     }
 
+    /// The environment snapshot the runtime was started with (for
+    /// [`status::report`]).
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
     pub fn provider_choice(&self) -> &ProviderChoice {
         &self.choice
     }
@@ -274,6 +281,12 @@ impl Runtime {
     ) -> Result<QueueApprover, RuntimeError> {
         let queue = ApprovalQueue::open(&self.home.approvals_dir())?;
         Ok(QueueApprover::new(queue, self.approval_timeout()).on_pending(on_pending))
+    }
+
+    /// An approver inside this process whose requests only the front-end
+    /// can answer, as the principal it authenticated (the gateway).
+    pub fn inbox(&self) -> Arc<inbox::ApprovalInbox> {
+        Arc::new(inbox::ApprovalInbox::new(self.approval_timeout()))
     }
 
     /// The loop settings for a session with `system_prompt`.

@@ -39,6 +39,8 @@ pub enum PersonError {
     ReservedSource(String),
     #[error(transparent)]
     Consolidate(#[from] pincer_memory::consolidate::ConsolidateError),
+    #[error(transparent)]
+    Inbox(#[from] crate::inbox::InboxError),
 }
 
 /// Answers approval `id` as `principal`. The answer is recorded before it is
@@ -78,6 +80,44 @@ pub fn answer_approval(
         return Err(e.into());
     }
     Ok(p)
+}
+
+/// Answers approval `id` waiting in `inbox` as `principal`, which the
+/// front-end authenticated and allowed to approve. As with
+/// [`answer_approval`], the answer is recorded before it is given, and an
+/// answer that then cannot be delivered is recorded too.
+pub fn answer_inbox(
+    audit: &Audit,
+    inbox: &crate::inbox::ApprovalInbox,
+    principal: &str,
+    id: &str,
+    answer: crate::inbox::InboxAnswer,
+) -> Result<crate::inbox::Waiting, PersonError> {
+    let w = inbox.get(id)?;
+    let (word, reason) = match &answer {
+        crate::inbox::InboxAnswer::Approve => (AnswerWord::Approved, None),
+        crate::inbox::InboxAnswer::Deny { reason } => (AnswerWord::Denied, Some(reason.clone())),
+    };
+    let mut entry = ApprovalAnswered {
+        id: w.id.clone(),
+        call_hash: w.call_hash.clone(),
+        call: CallRef {
+            session: w.session.clone(),
+            call_id: w.call_id.clone(),
+            tool: w.tool.clone(),
+        },
+        answer: word,
+        reason,
+        error: None,
+    };
+    audit.record(principal, &entry)?;
+    if let Err(e) = inbox.answer(id, principal, answer) {
+        entry.answer = AnswerWord::NotDelivered;
+        entry.error = Some(e.to_string());
+        audit.record(principal, &entry)?;
+        return Err(e.into());
+    }
+    Ok(w)
 }
 
 /// Writes memory page `new` and records it (`memory.write`) as
@@ -479,4 +519,87 @@ fn run_inheriting(plan: &ExecPlan) -> Result<Finished, SandboxError> {
         .wait()
         .map_err(|e| io("waiting for the sandbox helper failed", e))?;
     prepared.pending.finish(status, false)
+}
+
+/// The level of every GPIO pin of the board, for a person: one `hw.op`
+/// entry before any line is read, one `hw.result` with the levels (a pin
+/// that cannot be read carries its error). Reads leave each line's
+/// direction as it is.
+pub fn gpio_snapshot(
+    audit: &Audit,
+    hw: &Hardware,
+    principal: &str,
+) -> Result<Vec<GpioLevel>, PersonError> {
+    let pins: Vec<u32> = hw
+        .board()
+        .pins
+        .iter()
+        .filter(|p| matches!(p.function, pincer_hw::PinFunction::Gpio { .. }))
+        .map(|p| p.pin)
+        .collect();
+    let subject = serde_json::json!({"op": "gpio_snapshot", "pins": pins});
+    audit.record(
+        principal,
+        &HwOp {
+            op: "gpio_snapshot".into(),
+            arguments: None,
+            subject: Some(subject.clone()),
+            risk: Risk::Low,
+            decision: Outcome::Allowed,
+            by: None,
+            board: Some(hw.board().name.to_string()),
+            error: None,
+        },
+    )?;
+    let levels: Vec<GpioLevel> = pins
+        .iter()
+        .map(|&pin| match hw.gpio_read(pin) {
+            Ok((p, level)) => GpioLevel {
+                pin,
+                name: p.name().to_string(),
+                level: Some(level.as_u8()),
+                error: None,
+            },
+            Err(e) => GpioLevel {
+                pin,
+                name: match hw
+                    .board()
+                    .pins
+                    .iter()
+                    .find(|x| x.pin == pin)
+                    .map(|x| &x.function)
+                {
+                    Some(pincer_hw::PinFunction::Gpio { name, .. }) => (*name).to_string(),
+                    _ => String::new(),
+                },
+                level: None,
+                error: Some(e.to_string()),
+            },
+        })
+        .collect();
+    audit.record(
+        principal,
+        &HwResult {
+            op: "gpio_snapshot".into(),
+            subject: Some(subject),
+            status: CallStatus::Ok,
+            result: Some(serde_json::to_value(&levels).unwrap_or_default()),
+            error: None,
+        },
+    )?;
+    Ok(levels)
+}
+
+/// One pin of a [`gpio_snapshot`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GpioLevel {
+    /// The header pin number.
+    pub pin: u32,
+    /// The line's name in the board table.
+    pub name: String,
+    /// 0 or 1; absent when the line could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -9,6 +9,8 @@ mod audit_cmd;
 mod cron_cmd;
 mod demo;
 mod doctor;
+#[cfg(feature = "gateway")]
+mod gateway_cmd;
 #[cfg(feature = "claude-code")]
 mod hook_cmd;
 mod hw_cmd;
@@ -33,6 +35,7 @@ use std::process::ExitCode;
 const FEATURES: &[(&str, bool)] = &[
     ("claude-code", cfg!(feature = "claude-code")),
     ("fts5", cfg!(feature = "fts5")),
+    ("gateway", cfg!(feature = "gateway")),
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
     ("telegram", cfg!(feature = "telegram")),
@@ -204,6 +207,27 @@ enum Command {
     #[cfg(feature = "mcp")]
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCmd),
+    /// The web UI, the HTTP and WebSocket API and the signed agent
+    /// manifest, on loopback by default; prints a pairing code.
+    #[cfg(feature = "gateway")]
+    Gateway(gateway_cmd::GatewayArgs),
+    /// A new pairing code for the gateway (5 minutes, single use).
+    #[cfg(feature = "gateway")]
+    Pair {
+        /// The device may answer approvals (default: chat only).
+        #[arg(long)]
+        approver: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The gateway's paired devices: list, revoke.
+    #[cfg(feature = "gateway")]
+    #[command(subcommand)]
+    Tokens(gateway_cmd::TokensCmd),
+    /// The agent's Ed25519 signing key (PINCER_HOME/keys, mode 0600).
+    #[cfg(feature = "gateway")]
+    #[command(subcommand)]
+    Keys(gateway_cmd::KeysCmd),
 }
 
 /// Everything the commands need from the environment and the config file,
@@ -380,6 +404,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hook(cmd) => hook_cmd::run(cli.home, cmd),
         #[cfg(feature = "mcp")]
         Command::Mcp(cmd) => mcp_cmd::run(&load_ctx(cli.home)?, cmd),
+        #[cfg(feature = "gateway")]
+        Command::Gateway(args) => gateway_cmd::gateway(&load_ctx(cli.home)?, args),
+        #[cfg(feature = "gateway")]
+        Command::Pair { approver, json } => gateway_cmd::pair(&load_ctx(cli.home)?, approver, json),
+        #[cfg(feature = "gateway")]
+        Command::Tokens(cmd) => gateway_cmd::tokens(&load_ctx(cli.home)?, cmd),
+        #[cfg(feature = "gateway")]
+        Command::Keys(cmd) => gateway_cmd::keys(&load_ctx(cli.home)?, cmd),
     }
 }
 

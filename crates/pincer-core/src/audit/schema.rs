@@ -54,6 +54,9 @@ pub enum Kind {
     CronRun,
     CronDone,
     CronSkip,
+    GatewayCode,
+    GatewayPair,
+    GatewayRevoke,
 }
 
 impl Kind {
@@ -93,6 +96,9 @@ impl Kind {
         Kind::CronRun,
         Kind::CronDone,
         Kind::CronSkip,
+        Kind::GatewayCode,
+        Kind::GatewayPair,
+        Kind::GatewayRevoke,
     ];
 
     /// The name stored in an entry's `kind` field.
@@ -133,6 +139,9 @@ impl Kind {
             Kind::CronRun => "cron.run",
             Kind::CronDone => "cron.done",
             Kind::CronSkip => "cron.skip",
+            Kind::GatewayCode => "gateway.code",
+            Kind::GatewayPair => "gateway.pair",
+            Kind::GatewayRevoke => "gateway.revoke",
         }
     }
 
@@ -190,6 +199,9 @@ impl Kind {
             Kind::CronSkip => {
                 "runs of a cron job missed while pincer was down, skipped as the job says"
             }
+            Kind::GatewayCode => "a gateway pairing code was issued (never the code itself)",
+            Kind::GatewayPair => "a device paired with the gateway and got a token",
+            Kind::GatewayRevoke => "a gateway token was revoked",
         }
     }
 
@@ -944,6 +956,37 @@ fn is_zero(n: &usize) -> bool {
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
+
+/// A pairing code was issued (`gateway.code`): when, for which role, until
+/// when. The code itself is never recorded (the trail is not secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayCode {
+    /// `approver` or `chat`.
+    pub role: String,
+    pub expires: crate::message::Timestamp,
+    /// How it was issued: `gateway start` or `pincer pair`.
+    pub via: String,
+}
+payload!(GatewayCode, GatewayCode);
+
+/// A device redeemed a pairing code (`gateway.pair`); the entry's actor is
+/// the new token's principal (`token:ID`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayPair {
+    /// The token's id (its public half).
+    pub token: String,
+    pub role: String,
+    /// The peer address the pairing request came from.
+    pub from: String,
+}
+payload!(GatewayPair, GatewayPair);
+
+/// A gateway token was revoked (`gateway.revoke`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayRevoke {
+    pub token: String,
+}
+payload!(GatewayRevoke, GatewayRevoke);
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,8 @@ mod botapi;
 mod claude_code;
 mod cli;
 mod escape;
+#[cfg(feature = "gateway")]
+mod gateway;
 mod hw;
 mod mcp;
 mod membench;

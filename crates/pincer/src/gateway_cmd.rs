@@ -1,0 +1,258 @@
+//! `pincer gateway`, `pincer pair`, `pincer tokens list|revoke`, `pincer
+//! keys generate|show`: flags in, `pincer-gateway` does the work, text or
+//! JSON out. Behind the `gateway` feature.
+
+use crate::Ctx;
+use anyhow::{Context, Result};
+use pincer_core::actor::HUMAN_CLI;
+use pincer_core::text::terminal_safe;
+use pincer_gateway::{CODE_TTL, Gateway, IssuedCode, Options, Role, TokenStore, keys};
+use pincer_runtime::{Runtime, RuntimeOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct GatewayArgs {
+    /// Where to listen. Anything but loopback needs --allow-public.
+    #[arg(long, value_name = "ADDR:PORT", default_value = pincer_gateway::DEFAULT_BIND)]
+    bind: SocketAddr,
+    /// Allow a non-loopback --bind (the gateway speaks plain HTTP: put a
+    /// TLS reverse proxy in front).
+    #[arg(long)]
+    allow_public: bool,
+    /// An origin browsers reach the gateway at besides --bind (a reverse
+    /// proxy's https://host); repeatable. The first is the address the
+    /// manifest advertises.
+    #[arg(long, value_name = "URL")]
+    origin: Vec<String>,
+    /// Use only this configured provider.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The directory the tools may touch.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum TokensCmd {
+    /// The paired devices' tokens (ids and roles; secrets are never stored).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: the device must pair again.
+    Revoke {
+        /// The id `tokens list` shows.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum KeysCmd {
+    /// Create the agent's Ed25519 signing key (never over an existing one).
+    Generate {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The public key, the agent URN it gives, and the key file.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn code_lines(code: &IssuedCode) -> (String, String) {
+    (
+        format!("pairing code: {}", code.code),
+        format!(
+            "  ({} role; single use; expires {} (in {} min); `pincer pair` makes another)",
+            code.role.as_str(),
+            code.expires,
+            CODE_TTL.as_secs() / 60
+        ),
+    )
+}
+
+pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
+    // Refuse a public bind before anything starts.
+    if let Some(w) = pincer_gateway::check_bind(args.bind, args.allow_public)? {
+        eprintln!("warning: {w}");
+    }
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!(
+            "warning: cannot make pincer non-dumpable ({e}); other processes of this user can read its environment, API keys included"
+        );
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = rt.block_on(async {
+        let runtime = Runtime::start(
+            ctx.home.clone(),
+            ctx.settings.clone(),
+            ctx.env.clone(),
+            RuntimeOptions {
+                provider: args.provider.clone(),
+                workspace: args.workspace.clone(),
+            },
+        )
+        .await?;
+        eprintln!("provider: {}", runtime.provider_choice().how);
+        for w in runtime.warnings() {
+            eprintln!("warning: {}", terminal_safe(w));
+        }
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.bind))?;
+        // The address actually bound (port 0 picks one): the Host checks
+        // and the manifest name it.
+        let addr = listener.local_addr()?;
+        let mut opts = Options::new(addr);
+        opts.allow_public = args.allow_public;
+        opts.origins = args.origin.clone();
+        let gw = Gateway::new(runtime, opts)?;
+        if gw.key_generated() {
+            eprintln!(
+                "generated the agent's signing key in {} (public key {})",
+                ctx.home.keys_dir().display(),
+                gw.public_key()
+            );
+        }
+        let code = gw.startup_code()?;
+        let (line, note) = code_lines(&code);
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "pincer gateway on http://{addr} (web UI, /api, /ws)")?;
+            writeln!(out, "{line}")?;
+            out.flush()?;
+        }
+        eprintln!("{note}");
+        gw.serve(listener, shutdown_signal())
+            .await
+            .context("the gateway stopped")?;
+        eprintln!("gateway stopped");
+        anyhow::Ok(())
+    });
+    // A turn may still be waiting on a blocking task: do not wait for it.
+    rt.shutdown_background();
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+pub fn pair(ctx: &Ctx, approver: bool, json: bool) -> Result<ExitCode> {
+    let role = if approver { Role::Approver } else { Role::Chat };
+    let code = pincer_gateway::issue_code(&ctx.home, role, CODE_TTL, "pincer pair")?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "code": code.code,
+                "role": role.as_str(),
+                "expires": code.expires,
+            })
+        );
+    } else {
+        let (line, note) = code_lines(&code);
+        println!("{line}");
+        eprintln!("{note}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn tokens(ctx: &Ctx, cmd: TokensCmd) -> Result<ExitCode> {
+    match cmd {
+        TokensCmd::List { json } => {
+            let store = TokenStore::open(&ctx.home.gateway_dir())?;
+            let list = store.list()?;
+            if json {
+                let rows: Vec<_> = list
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "id": t.id,
+                            "role": t.role.as_str(),
+                            "created": t.created,
+                            "paired_from": t.paired_from,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::json!({ "tokens": rows }));
+            } else if list.is_empty() {
+                println!("no paired devices");
+            } else {
+                for t in &list {
+                    println!(
+                        "{}  {:<8}  paired {} from {}",
+                        t.id,
+                        t.role.as_str(),
+                        t.created,
+                        terminal_safe(&t.paired_from)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TokensCmd::Revoke { id, json } => {
+            let t = pincer_gateway::revoke_token(&ctx.home, HUMAN_CLI, &id)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"revoked": t.id, "role": t.role.as_str()})
+                );
+            } else {
+                println!("revoked {} ({})", t.id, t.role.as_str());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub fn keys(ctx: &Ctx, cmd: KeysCmd) -> Result<ExitCode> {
+    let dir = ctx.home.keys_dir();
+    let (key, json) = match cmd {
+        KeysCmd::Generate { json } => (keys::generate(&dir)?, json),
+        KeysCmd::Show { json } => (keys::load(&dir)?, json),
+    };
+    let public = key.verifying_key();
+    let urn = pincer_gateway::manifest::urn(&public);
+    let path = keys::key_path(&dir);
+    let hex = keys::public_hex(&key);
+    drop(key);
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"public_key": hex, "urn": urn, "file": path, "alg": "ed25519"})
+        );
+    } else {
+        println!("public key: {hex} (ed25519)");
+        println!("urn:        {urn}");
+        println!("file:       {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
