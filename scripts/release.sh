@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
         triple=$(sed -n 's/^cross-build: \([^ ]*\) with .*/\1/p' "$log" | head -1)
         rm -f "$log"
         out=dist/pincer-$version-$triple$suffix
-        cp "target/cross/$triple/release/pincer" "$out"
+        cp "${CARGO_TARGET_DIR:-target/cross}/$triple/release/pincer" "$out"
         case $triple in
         aarch64-*) run=(qemu-aarch64) ;;
         armv7-*) run=(qemu-arm) ;;
