@@ -17,9 +17,9 @@
 # Re-running it replaces the binary only (atomically, so a running pincer
 # keeps its old file).
 #
-# Not installed: a systemd unit. pincer has no long-running service yet (the
-# gateway is still to come); `pincer agent` runs in a terminal, and `pincer
-# status` exits 1 when something is wrong, which a timer can run.
+# Not installed: the systemd unit for `pincer serve`
+# (contrib/systemd/pincer.service), which runs as a system user of its own;
+# its header has the steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
