@@ -31,9 +31,13 @@ use pincer_runtime::{Env, FrontEndSection, Settings, default_config_toml_with};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The features this binary was built with, as `--version` names them.
+/// Every optional feature of this binary and whether it is built in, as
+/// `--version` names them (crates/pincer/Cargo.toml says what each sheds).
+/// A new feature gets a line here; the tests check the list against the
+/// features cargo built.
 const FEATURES: &[(&str, bool)] = &[
     ("claude-code", cfg!(feature = "claude-code")),
+    ("completions", cfg!(feature = "completions")),
     ("fts5", cfg!(feature = "fts5")),
     ("gateway", cfg!(feature = "gateway")),
     ("membench", cfg!(feature = "membench")),
@@ -181,11 +185,13 @@ enum Command {
     #[command(subcommand)]
     Cron(cron_cmd::CronCmd),
     /// Shell completions, generated from this command line's definition.
+    #[cfg(feature = "completions")]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
     /// The man page (roff), generated from this command line's definition.
+    #[cfg(feature = "completions")]
     Man,
     /// The board's I2C, SPI, GPIO and camera, for a person at the terminal
     /// (recorded in the audit trail as human:cli). `PINCER_BOARD=sim` is the
@@ -309,11 +315,13 @@ fn init_logging(verbose: u8, quiet: bool) {
 fn run(cli: Cli) -> Result<ExitCode> {
     init_logging(cli.verbose, cli.quiet);
     match cli.command {
+        #[cfg(feature = "completions")]
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "pincer", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "completions")]
         Command::Man => {
             let cmd = <Cli as clap::CommandFactory>::command();
             clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;

@@ -3,6 +3,9 @@
 //! trail and the session store are real. A file read runs, an edit asks
 //! and is approved, a shell command asks and is refused (the demo's
 //! approver stands in for you and approves only medium-risk edits).
+//! Where the OS sandbox cannot be built (a kernel without Landlock, or
+//! qemu-user), pincer offers no shell; the demo then says so and runs the
+//! file turns only, as `pincer agent` would.
 
 use anyhow::Result;
 use pincer_core::agent::AgentEvent;
@@ -32,6 +35,9 @@ pub struct AgentStory {
     audit_entries: u64,
     audit_kinds: std::collections::BTreeMap<String, usize>,
     audit_verified: bool,
+    /// Why the shell tool was not offered here (the runtime's warning), if
+    /// it was not: the sandbox it needs cannot be built on this machine.
+    shell_not_offered: Option<String>,
 }
 
 /// Who the demo's approvers answer as.
@@ -72,6 +78,8 @@ impl Approver for DemoApprover {
 }
 
 const SCRIPT: &str = include_str!("session_script.json");
+/// The same session without the shell turn, for a machine that offers no shell.
+const SCRIPT_NO_SHELL: &str = include_str!("session_script_no_shell.json");
 
 const NOTES: &str =
     "# Greenhouse\nVent motor serviced 2026-11-02.\nTomatoes: water every 2 days.\n";
@@ -85,15 +93,30 @@ pub fn story(rt: &tokio::runtime::Runtime, root: &Path) -> Result<AgentStory> {
     std::fs::write(ws_dir.join("greenhouse/notes.md"), NOTES)?;
     std::fs::write(ws_dir.join("selftest.sh"), "echo sensors ok\n")?;
     let autonomy = Autonomy::Supervised;
-    let runtime = super::runtime(rt, &home, autonomy, SCRIPT)?;
-    let approver = Arc::new(DemoApprover(Mutex::new(Vec::new())));
-    let mut session = super::open(&runtime, "demo-agent", approver.clone())?;
-    let mut turns = Vec::new();
-    for user in [
+    let mut runtime = super::runtime(rt, &home, autonomy, SCRIPT)?;
+    let mut users = vec![
         "What do my greenhouse notes say?",
         "Add a reminder to check the vent motor on Friday.",
         "Run the sensor self-test.",
-    ] {
+    ];
+    let mut shell_not_offered = None;
+    if !runtime.tools().iter().any(|t| t.name() == "shell") {
+        shell_not_offered = Some(
+            runtime
+                .warnings()
+                .iter()
+                .find(|w| w.starts_with("shell"))
+                .cloned()
+                .unwrap_or_else(|| "shell: not offered (no warning given)".to_string()),
+        );
+        drop(runtime);
+        runtime = super::runtime(rt, &home, autonomy, SCRIPT_NO_SHELL)?;
+        users.pop();
+    }
+    let approver = Arc::new(DemoApprover(Mutex::new(Vec::new())));
+    let mut session = super::open(&runtime, "demo-agent", approver.clone())?;
+    let mut turns = Vec::new();
+    for user in users {
         let (reply, events) = super::run_turn(rt, &mut session, user)?;
         turns.push(AgentTurn {
             user: user.to_string(),
@@ -118,6 +141,7 @@ pub fn story(rt: &tokio::runtime::Runtime, root: &Path) -> Result<AgentStory> {
         approvals,
         notes_after: std::fs::read_to_string(ws_dir.join("greenhouse/notes.md"))?,
         session_messages: session.messages().len(),
+        shell_not_offered,
     })
 }
 
@@ -129,6 +153,13 @@ pub fn render(a: &AgentStory, out: &mut String) {
          policy gate (autonomy = {}), the audit trail and the session store are real.\n",
         a.autonomy
     );
+    if let Some(why) = &a.shell_not_offered {
+        let _ = writeln!(
+            out,
+            "No shell on this machine, so no shell turn: {}\n",
+            pincer_core::text::terminal_safe(why)
+        );
+    }
     for t in &a.turns {
         let _ = writeln!(out, "you> {}", t.user);
         for e in &t.events {

@@ -142,9 +142,42 @@ fn version_names_the_commit_and_the_features() {
     let v = ok(pincer(tmp.path(), &["--version"], ""));
     assert!(v.starts_with("pincer 0."), "{v}");
     assert!(v.contains("commit ") && v.contains("features: "), "{v}");
-    assert!(v.contains("fts5"), "the default build has fts5: {v}");
+    let named = v
+        .trim_end()
+        .rsplit_once("features: ")
+        .map(|(_, f)| f.trim_end_matches(')'))
+        .expect("a features list");
+    let named: Vec<&str> = named.split(", ").filter(|f| *f != "none").collect();
+    // Exactly the features cargo built this package with, in order.
+    let built: Vec<&str> = [
+        ("claude-code", cfg!(feature = "claude-code")),
+        ("completions", cfg!(feature = "completions")),
+        ("fts5", cfg!(feature = "fts5")),
+        ("gateway", cfg!(feature = "gateway")),
+        ("membench", cfg!(feature = "membench")),
+        ("mcp", cfg!(feature = "mcp")),
+        ("telegram", cfg!(feature = "telegram")),
+    ]
+    .into_iter()
+    .filter(|(_, on)| *on)
+    .map(|(n, _)| n)
+    .collect();
+    assert_eq!(named, built, "{v}");
 }
 
+/// A command whose feature was left out is refused by name, not run as
+/// something else.
+#[cfg(not(feature = "completions"))]
+#[test]
+fn a_left_out_feature_has_no_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for cmd in [&["completions", "bash"][..], &["man"]] {
+        let err = crate::fails(pincer(tmp.path(), cmd, ""));
+        assert!(err.contains("unrecognized subcommand"), "{err}");
+    }
+}
+
+#[cfg(feature = "completions")]
 #[test]
 fn completions_and_the_man_page_come_from_the_cli_definition() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -161,6 +194,7 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
 
 /// A reader that goes away (`| head`) ends pincer quietly, with SIGPIPE's
 /// status, not a panic message.
+#[cfg(feature = "completions")]
 #[test]
 fn a_closed_stdout_is_not_a_panic() {
     use std::process::{Command, Stdio};
