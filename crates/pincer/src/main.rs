@@ -33,6 +33,7 @@ use std::process::ExitCode;
 
 /// The features this binary was built with, as `--version` names them.
 const FEATURES: &[(&str, bool)] = &[
+    ("camera", cfg!(feature = "camera")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("fts5", cfg!(feature = "fts5")),
     ("gateway", cfg!(feature = "gateway")),
@@ -247,7 +248,7 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
     [
         #[cfg(feature = "claude-code")]
         pincer_claude_code::SECTION,
-        #[cfg(feature = "telegram")]
+        #[cfg(any(feature = "telegram", feature = "camera"))]
         pincer_channels::SECTION,
         pincer_serve::config::SERVE_SECTION,
         pincer_serve::config::HEARTBEAT_SECTION,
