@@ -205,6 +205,12 @@ impl Chat {
         self.shared.opts.allow_users.contains(user)
     }
 
+    /// Records a refusal that comes before any message (a connection
+    /// without the secret), throttled like every refusal.
+    pub fn refuse(&self, chat: &str, user: &str, what: &str, reason: &str) {
+        self.shared.refuse(chat, user, what, reason);
+    }
+
     /// Routes a message to its chat's worker, or refuses it.
     pub fn accept(&self, msg: Inbound) -> Accepted {
         let s = &self.shared;

@@ -1,10 +1,11 @@
-//! `[channels.telegram]` in `config.toml`, owned here and validated when
-//! pincer loads the file (the binary passes [`SECTION`]), every error
-//! naming the file, the line and the key. Discord and the camera channel
-//! are not written yet: `[channels.discord]` or `[channels.camera]` is
-//! refused as an unknown key, never silently ignored.
+//! `[channels.telegram]` and `[channels.camera]` in `config.toml`, owned
+//! here and validated when pincer loads the file (the binary passes
+//! [`SECTION`]), every error naming the file, the line and the key.
+//! Discord is not written yet: `[channels.discord]` is refused as an
+//! unknown key, never silently ignored.
 //!
-//! `allow_users` empty means nobody may chat, not everybody.
+//! `allow_users` empty means nobody may chat, not everybody. A camera's
+//! `bind` must be a loopback address unless `allow_remote = true`.
 
 use pincer_core::config::{ConfigError, Source};
 use pincer_runtime::{FrontEndSection, Settings};
@@ -30,7 +31,40 @@ const EXAMPLE_TOML: &str = r#"
 # allow_users = [123456789]
 # approvers = [123456789]
 # poll_timeout_secs = 25
+#
+# A camera board sending frames over TCP (docs/serve.md). Every connection
+# must first present the shared secret held in token_env (16 bytes or
+# more); cameras are the ids a board may declare, one session each.
+# [channels.camera]
+# bind = "127.0.0.1:7450"              # a non-loopback address needs allow_remote
+# allow_remote = false
+# token_env = "PINCER_CAMERA_TOKEN"
+# cameras = ["door"]
+# max_frame_bytes = 7340032            # one JSON line, base64 image included
 "#;
+
+/// Where the camera channel listens unless told otherwise.
+pub const CAMERA_BIND: &str = "127.0.0.1:7450";
+/// The default bound on one frame (one JSON line): room for a
+/// [`MAX_IMAGE_BYTES`](pincer_core::message::MAX_IMAGE_BYTES) image in
+/// base64 and its metadata.
+pub const CAMERA_FRAME_BYTES: usize = 7 * 1024 * 1024;
+/// The largest `max_frame_bytes` accepted.
+pub const CAMERA_FRAME_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// The most camera ids one channel serves.
+pub const CAMERAS_MAX: usize = 64;
+
+/// `[channels.camera]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CameraConfig {
+    pub bind: std::net::SocketAddr,
+    /// Set: `bind` may be a non-loopback address (warned at start).
+    pub allow_remote: bool,
+    pub token_env: String,
+    /// The ids a camera may declare; each is one session.
+    pub cameras: Vec<String>,
+    pub max_frame_bytes: usize,
+}
 
 /// The Bot API's public address.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
@@ -49,6 +83,7 @@ pub struct TelegramConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelsConfig {
     pub telegram: Option<TelegramConfig>,
+    pub camera: Option<CameraConfig>,
 }
 
 impl ChannelsConfig {
@@ -69,6 +104,18 @@ struct Doc {
 #[serde(deny_unknown_fields)]
 struct RawChannels {
     telegram: Option<Spanned<RawTelegram>>,
+    camera: Option<Spanned<RawCamera>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCamera {
+    bind: Option<Spanned<String>>,
+    #[serde(default)]
+    allow_remote: bool,
+    token_env: Option<Spanned<String>>,
+    cameras: Option<Spanned<Vec<String>>>,
+    max_frame_bytes: Option<Spanned<usize>>,
 }
 
 #[derive(Deserialize)]
@@ -103,7 +150,7 @@ fn token_env(
     v: Option<Spanned<String>>,
 ) -> Result<String, ConfigError> {
     let Some(v) = v else {
-        return Err(src.invalid(span, key, "is required: the name of the environment variable holding the bot token (the token itself never goes in this file)"));
+        return Err(src.invalid(span, key, "is required: the name of the environment variable holding the token (the token itself never goes in this file)"));
     };
     if !pincer_core::config::is_env_name(v.get_ref()) {
         return Err(src.invalid(
@@ -152,7 +199,93 @@ pub fn parse(src: &Source<'_>) -> Result<ChannelsConfig, ConfigError> {
             poll_timeout_secs: poll,
         });
     }
+    if let Some(c) = channels.camera {
+        cfg.camera = Some(camera(src, c)?);
+    }
     Ok(cfg)
+}
+
+/// A camera id: what its session is named by.
+pub fn is_camera_id(id: &str) -> bool {
+    (1..=32).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn camera(src: &Source<'_>, c: Spanned<RawCamera>) -> Result<CameraConfig, ConfigError> {
+    let span = c.span();
+    let raw = c.into_inner();
+    let bind = match raw.bind {
+        None => CAMERA_BIND
+            .parse()
+            .map_err(|_| src.invalid(span.clone(), "channels.camera.bind", "bad default"))?,
+        Some(v) => {
+            let addr: std::net::SocketAddr = v.get_ref().parse().map_err(|_| {
+                src.invalid(
+                    v.span(),
+                    "channels.camera.bind",
+                    format!(
+                        "is `{}`; it must be an IP address and port, like {CAMERA_BIND}",
+                        v.get_ref()
+                    ),
+                )
+            })?;
+            if !addr.ip().is_loopback() && !raw.allow_remote {
+                return Err(src.invalid(
+                    v.span(),
+                    "channels.camera.bind",
+                    format!(
+                        "is {addr}, not a loopback address: anyone who can reach it may try the secret, which travels unencrypted; set allow_remote = true to accept that on a network you trust"
+                    ),
+                ));
+            }
+            addr
+        }
+    };
+    let Some(cams) = raw.cameras else {
+        return Err(src.invalid(
+            span,
+            "channels.camera.cameras",
+            "is required: the ids a camera may declare, like [\"door\"]",
+        ));
+    };
+    let list = cams.get_ref();
+    if list.is_empty() || list.len() > CAMERAS_MAX {
+        return Err(src.invalid(
+            cams.span(),
+            "channels.camera.cameras",
+            format!("has {} ids; between 1 and {CAMERAS_MAX}", list.len()),
+        ));
+    }
+    if let Some(bad) = list.iter().find(|id| !is_camera_id(id)) {
+        return Err(src.invalid(
+            cams.span(),
+            "channels.camera.cameras",
+            format!("has `{bad}`; an id is 1 to 32 letters, digits, `-` or `_`"),
+        ));
+    }
+    let max_frame_bytes = match raw.max_frame_bytes {
+        None => CAMERA_FRAME_BYTES,
+        Some(v) if !(1024..=CAMERA_FRAME_BYTES_MAX).contains(v.get_ref()) => {
+            return Err(src.invalid(
+                v.span(),
+                "channels.camera.max_frame_bytes",
+                format!(
+                    "is {}; between 1024 and {CAMERA_FRAME_BYTES_MAX}",
+                    v.get_ref()
+                ),
+            ));
+        }
+        Some(v) => *v.get_ref(),
+    };
+    Ok(CameraConfig {
+        bind,
+        allow_remote: raw.allow_remote,
+        token_env: token_env(src, "channels.camera.token_env", span, raw.token_env)?,
+        cameras: cams.into_inner(),
+        max_frame_bytes,
+    })
 }
 
 #[cfg(test)]
@@ -206,6 +339,58 @@ mod tests {
             "[channels.discord]\ntoken_env = \"D\"\n",
             &["config.toml", "discord"],
         );
-        check("[channels.camera]\n", &["config.toml", "camera"]);
+    }
+
+    #[test]
+    fn camera_is_validated_naming_the_key() {
+        let s = Settings::parse_with(
+            "[channels.camera]\ntoken_env = \"CAM\"\ncameras = [\"door\", \"desk_2\"]\n",
+            Path::new("/h/config.toml"),
+            &[SECTION],
+        )
+        .expect("parses");
+        let c = ChannelsConfig::of(&s).camera.expect("camera");
+        assert_eq!(c.bind.to_string(), CAMERA_BIND);
+        assert_eq!(c.max_frame_bytes, CAMERA_FRAME_BYTES);
+        assert!(!c.allow_remote);
+        let ok = "token_env = \"CAM\"\ncameras = [\"door\"]\n";
+        check(
+            &format!("[channels.camera]\nbind = \"0.0.0.0:7450\"\n{ok}"),
+            &["config.toml:2", "channels.camera.bind", "allow_remote"],
+        );
+        Settings::parse_with(
+            &format!("[channels.camera]\nbind = \"0.0.0.0:7450\"\nallow_remote = true\n{ok}"),
+            Path::new("/h/config.toml"),
+            &[SECTION],
+        )
+        .expect("remote with the opt-in");
+        check(
+            &format!("[channels.camera]\nbind = \"localhost\"\n{ok}"),
+            &["channels.camera.bind", "IP address and port"],
+        );
+        check(
+            "[channels.camera]\ncameras = [\"door\"]\n",
+            &["channels.camera.token_env", "is required"],
+        );
+        check(
+            "[channels.camera]\ntoken_env = \"CAM\"\n",
+            &["channels.camera.cameras", "is required"],
+        );
+        check(
+            "[channels.camera]\ntoken_env = \"CAM\"\ncameras = [\"../x\"]\n",
+            &["channels.camera.cameras", "../x"],
+        );
+        check(
+            "[channels.camera]\ntoken_env = \"CAM\"\ncameras = []\n",
+            &["channels.camera.cameras", "between 1 and"],
+        );
+        check(
+            &format!("[channels.camera]\n{ok}max_frame_bytes = 100000000\n"),
+            &["channels.camera.max_frame_bytes"],
+        );
+        check(
+            &format!("[channels.camera]\n{ok}secret = \"x\"\n"),
+            &["config.toml", "secret"],
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! pincer-channels: the chat platforms `pincer serve` reaches people on,
-//! each a [`pincer_serve::Service`]. Telegram (Bot API long polling) is
-//! written; Discord and a camera board's TCP channel are not yet.
+//! each a [`pincer_serve::Service`]. Telegram (Bot API long polling) and
+//! a camera board's TCP channel ([`camera`]) are written; Discord is not
+//! yet.
 //! [`chat`] holds what every platform shares — the allowlist (empty means nobody), one session per
 //! chat, approvals as buttons bound to an approval id and honoured only
 //! from an allowlisted approver — so a platform module only translates.
@@ -11,6 +12,7 @@
 //! project's own reqwest on rustls (`ring`); tokens come from the
 //! environment (read by the binary) and never appear in an error.
 
+pub mod camera;
 pub mod chat;
 pub mod config;
 mod http;
@@ -19,5 +21,5 @@ pub mod text;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 
-pub use config::{ChannelsConfig, SECTION, TelegramConfig};
+pub use config::{CameraConfig, ChannelsConfig, SECTION, TelegramConfig};
 pub use http::Token;

@@ -36,6 +36,7 @@ use std::process::ExitCode;
 /// A new feature gets a line here; the tests check the list against the
 /// features cargo built.
 const FEATURES: &[(&str, bool)] = &[
+    ("camera", cfg!(feature = "camera")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("completions", cfg!(feature = "completions")),
     ("fts5", cfg!(feature = "fts5")),
@@ -253,7 +254,7 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
     [
         #[cfg(feature = "claude-code")]
         pincer_claude_code::SECTION,
-        #[cfg(feature = "telegram")]
+        #[cfg(any(feature = "telegram", feature = "camera"))]
         pincer_channels::SECTION,
         pincer_serve::config::SERVE_SECTION,
         pincer_serve::config::HEARTBEAT_SECTION,

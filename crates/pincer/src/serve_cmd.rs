@@ -45,8 +45,24 @@ pub fn services(settings: &Settings, env: &Env) -> Vec<Arc<dyn Service>> {
             token,
         }));
     }
-    #[cfg(not(feature = "telegram"))]
+    #[cfg(not(any(feature = "telegram", feature = "camera")))]
     let _ = env;
+    #[cfg(feature = "camera")]
+    if let Some(cfg) = pincer_channels::ChannelsConfig::of(settings).camera {
+        if !cfg.bind.ip().is_loopback() {
+            eprintln!(
+                "warning: the camera channel listens on {} (allow_remote): the shared secret travels unencrypted, so only a network you trust protects it",
+                cfg.bind
+            );
+        }
+        let token = env
+            .var(&cfg.token_env)
+            .and_then(|t| pincer_channels::Token::new(t.to_string()));
+        list.push(Arc::new(pincer_channels::camera::CameraService {
+            config: cfg,
+            token,
+        }));
+    }
     list.push(Arc::new(CronService));
     let hb = HeartbeatConfig::of(settings);
     if hb.every_secs > 0 {

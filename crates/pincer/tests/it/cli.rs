@@ -150,6 +150,7 @@ fn version_names_the_commit_and_the_features() {
     let named: Vec<&str> = named.split(", ").filter(|f| *f != "none").collect();
     // Exactly the features cargo built this package with, in order.
     let built: Vec<&str> = [
+        ("camera", cfg!(feature = "camera")),
         ("claude-code", cfg!(feature = "claude-code")),
         ("completions", cfg!(feature = "completions")),
         ("fts5", cfg!(feature = "fts5")),

@@ -4,6 +4,7 @@
 mod agent;
 mod audit;
 mod botapi;
+mod camera;
 #[cfg(feature = "claude-code")]
 mod claude_code;
 mod cli;

@@ -45,7 +45,7 @@ fn fixture(tg: &FakeTg, script: &str, extra: &str) -> Fx {
     Fx { _tmp: tmp, home }
 }
 
-fn cmd(home: &Path, args: &[&str]) -> Command {
+pub(crate) fn cmd(home: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pincer"));
     c.args(args)
         .env("PINCER_HOME", home)
@@ -62,14 +62,14 @@ fn cmd(home: &Path, args: &[&str]) -> Command {
     c
 }
 
-struct Daemon(Child);
+pub(crate) struct Daemon(Child);
 
 impl Daemon {
-    fn start(home: &Path) -> Daemon {
+    pub(crate) fn start(home: &Path) -> Daemon {
         Self::start_with(cmd(home, &["serve"]))
     }
 
-    fn start_with(mut c: Command) -> Daemon {
+    pub(crate) fn start_with(mut c: Command) -> Daemon {
         let child = c
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -85,7 +85,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then the exit status and stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         self.signal(rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -111,7 +111,7 @@ impl Drop for Daemon {
 
 /// The trail's entries, read from its segment files (`pincer audit log`
 /// would refuse to run while a test holds a broken config.toml).
-fn trail(home: &Path) -> Vec<Value> {
+pub(crate) fn trail(home: &Path) -> Vec<Value> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(home.join("audit"))
         .expect("audit dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -135,11 +135,11 @@ fn trail(home: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn kinds<'a>(t: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn kinds<'a>(t: &'a [Value], kind: &str) -> Vec<&'a Value> {
     t.iter().filter(|e| e["kind"] == kind).collect()
 }
 
-fn wait_for(secs: u64, what: &str, f: impl Fn() -> bool) {
+pub(crate) fn wait_for(secs: u64, what: &str, f: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
