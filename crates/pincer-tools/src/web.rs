@@ -405,6 +405,9 @@ impl Tool for WebFetch {
 
 /// Where one request may go: the URL's host and the checked addresses.
 struct Target {
+    /// The host exactly as the URL spells it (a trailing dot included):
+    /// the key reqwest looks its address overrides up by, so the pin
+    /// cannot miss and fall through to DNS.
     host: String,
     addrs: Vec<SocketAddr>,
     literal: bool,
@@ -426,6 +429,7 @@ async fn check(cfg: &WebFetchConfig, hosts: &StaticHosts, url: &Url) -> Result<T
     let port = url
         .port_or_known_default()
         .ok_or_else(|| refuse("no port".into()))?;
+    let raw_host = url.host_str().unwrap_or_default().to_string();
     let (host, literal) = match url.host() {
         Some(url::Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
         Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
@@ -461,7 +465,7 @@ async fn check(cfg: &WebFetchConfig, hosts: &StaticHosts, url: &Url) -> Result<T
         }
     }
     Ok(Target {
-        host,
+        host: raw_host,
         addrs: ips
             .into_iter()
             .map(|ip| SocketAddr::new(ip, port))
@@ -715,6 +719,28 @@ mod tests {
         .expect("valid");
         assert_eq!(ok.allow_domains, ["example.com", "::1"]);
         assert!(ok.allows_address(ip("127.0.0.1")) && !ok.allows_address(ip("127.0.0.2")));
+    }
+
+    #[test]
+    fn the_example_parses_once_uncommented() {
+        let uncommented: String = EXAMPLE_TOML
+            .lines()
+            .filter(|l| l.starts_with("# ") && !l.starts_with("#  "))
+            .map(|l| {
+                let l = &l[2..];
+                let l = l.split(" #").next().unwrap_or(l).trim_end();
+                format!("{l}\n")
+            })
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .collect();
+        let path = std::path::Path::new("config.toml");
+        let c = parse_section(&Source::new(&uncommented, path)).expect(&uncommented);
+        assert_eq!(c.allow_domains, ["example.com", "*.wikipedia.org"]);
+        let d = WebFetchConfig::default();
+        assert_eq!(
+            (c.max_bytes, c.timeout_secs, c.max_redirects),
+            (d.max_bytes, d.timeout_secs, d.max_redirects)
+        );
     }
 
     proptest! {

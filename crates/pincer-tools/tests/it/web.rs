@@ -230,12 +230,22 @@ async fn an_allowed_page_comes_back_as_readable_text_and_redirects_within_the_al
         "{out}"
     );
     assert!(!out.contains("<h1>") && !out.contains("color:red"), "{out}");
+    // public.test is in no DNS: the page arrives only because the client
+    // connects to the address the check resolved, the trailing-dot
+    // spelling included.
+    let dotted = format!("http://public.test.:{}/page", n.public.addr.port());
+    assert!(
+        n.fetch(&dotted)
+            .await
+            .unwrap()
+            .contains("Hello from the page")
+    );
     let out = n.fetch(&n.url("/hop")).await.unwrap();
     assert!(
         out.contains("redirected: ") && out.contains("Hello from the page"),
         "{out}"
     );
-    assert_eq!(n.public.hits(), ["/page", "/hop", "/page"]);
+    assert_eq!(n.public.hits(), ["/page", "/page", "/hop", "/page"]);
 }
 
 #[tokio::test]
@@ -262,6 +272,11 @@ async fn names_resolving_to_refused_addresses_are_refused() {
     let p4 = n.v4.addr.port();
     // Real resolution through the system's resolver.
     n.refused(&format!("http://localhost:{p4}/admin"), "`localhost` is ")
+        .await;
+    // A trailing dot or capitals name the same host: still checked.
+    n.refused(&format!("http://localhost.:{p4}/admin"), "`localhost` is ")
+        .await;
+    n.refused(&format!("http://LOCALHOST:{p4}/admin"), "`localhost` is ")
         .await;
     n.refused(
         "http://metadata.test/latest/",
