@@ -379,11 +379,23 @@ impl Tool for WebFetch {
         )
     }
 
-    fn assess(&self, _args: &Value) -> Assessment {
-        Assessment::new(
+    fn assess(&self, args: &Value) -> Assessment {
+        let a = Assessment::new(
             Risk::Medium,
             "fetching a web page sends a request off this machine to an allowed domain (medium risk)",
-        )
+        );
+        let url = Args::parse("web_fetch", args, PARAMS)
+            .and_then(|a| a.req_str("url").map(str::to_string));
+        match url {
+            Err(e) => a.with_invalid(e.to_string()),
+            Ok(u) => match Url::parse(&u) {
+                Err(e) => a.with_invalid(format!("web_fetch: `{u}` is not a URL: {e}")),
+                Ok(parsed) => a.with_subject(json!({
+                    "url": u,
+                    "host": parsed.host_str().unwrap_or_default(),
+                })),
+            },
+        }
     }
 
     fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {

@@ -348,6 +348,12 @@ async fn a_domain_off_the_allowlist_and_other_schemes_are_refused() {
         "credentials",
     )
     .await;
+    // Malformed arguments are refused by the gate before the tool runs.
+    n.refused("not a url", "is not a URL").await;
+    match call_through(&n.gate, n.tool.clone(), json!({"url": 7})).await {
+        Err(ToolError::RespondToModel(m)) => assert!(m.contains("`url`"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(n.public.hits(), Vec::<String>::new());
 }
 

@@ -118,6 +118,12 @@ fn an_allowed_fetch_works_and_a_refused_one_is_a_tool_error_in_the_audit_trail()
         .collect();
     assert_eq!(calls.len(), 2, "{log}");
     assert_eq!(calls[0]["data"]["status"], "ok", "{log}");
+    // What each call reached for is in its entry.
+    assert_eq!(calls[0]["data"]["subject"]["host"], "127.0.0.1", "{log}");
+    assert_eq!(
+        calls[1]["data"]["subject"]["host"], "169.254.169.254",
+        "{log}"
+    );
     assert_eq!(calls[1]["data"]["status"], "error", "{log}");
     assert!(
         calls[1]["data"]["error"]
