@@ -48,6 +48,8 @@ pub struct Settings {
     /// `[providers.NAME]` tables, sorted by name.
     pub providers: Vec<ProviderConfig>,
     pub shell: ShellConfig,
+    /// `[web_fetch]`: off unless it names a domain.
+    pub web_fetch: pincer_tools::WebFetchConfig,
     #[serde(skip)]
     pub hardware: HardwareConfig,
     /// The validated value of each [`FrontEndSection`] the binary passed.
@@ -63,6 +65,7 @@ fn sections(front_ends: &[FrontEndSection]) -> Vec<&'static str> {
     let mut all: Vec<&str> = pincer_core::config::SECTIONS.to_vec();
     all.push(providers::SECTION);
     all.push(pincer_tools::config::SECTION);
+    all.push(pincer_tools::web::SECTION);
     all.push("hardware");
     all.push(crate::mcp::SECTION);
     all.extend(front_ends.iter().map(|f| f.name));
@@ -79,6 +82,7 @@ impl Settings {
             core: Config::default(),
             providers: Vec::new(),
             shell: ShellConfig::default(),
+            web_fetch: Default::default(),
             hardware: HardwareConfig::default(),
             front_ends: BTreeMap::new(),
             mcp: Default::default(),
@@ -147,6 +151,7 @@ impl Settings {
             }
         }
         let shell = pincer_tools::config::parse_section(&src)?;
+        let web_fetch = pincer_tools::web::parse_section(&src)?;
         let hardware = parse_hardware(&src)?;
         let mcp = crate::mcp::parse_section(&src)?;
         Ok(Settings {
@@ -156,6 +161,7 @@ impl Settings {
             core,
             providers,
             shell,
+            web_fetch,
             hardware,
             front_ends: parse_front_ends(&src, front_ends)?,
             mcp,
@@ -230,6 +236,7 @@ pub fn default_config_toml_with(front_ends: &[FrontEndSection]) -> String {
         pincer_core::config::DEFAULT_TOML,
         providers::EXAMPLE_TOML,
         pincer_tools::config::EXAMPLE_TOML,
+        pincer_tools::web::EXAMPLE_TOML,
         pincer_hw::config::EXAMPLE_TOML,
         crate::mcp::EXAMPLE_TOML,
     ]

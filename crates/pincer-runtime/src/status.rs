@@ -118,6 +118,36 @@ pub struct Hardware {
     pub agent_tools: bool,
 }
 
+/// The `web_fetch` tool as configured.
+#[derive(Debug, Clone, Serialize)]
+pub struct WebFetch {
+    /// Offered to the agent: `[web_fetch] allow_domains` names a domain.
+    pub offered: bool,
+    pub allow_domains: Vec<String>,
+    /// Addresses let through the SSRF refusals.
+    pub allow_addresses: Vec<String>,
+}
+
+impl WebFetch {
+    fn of(settings: &Settings, warnings: &mut Vec<String>) -> WebFetch {
+        let cfg = &settings.web_fetch;
+        let allow_addresses: Vec<String> =
+            cfg.allow_addresses.iter().map(|c| c.to_string()).collect();
+        if cfg.enabled() && !allow_addresses.is_empty() {
+            warnings.push(format!(
+                "web_fetch: [web_fetch] allow_addresses lets the agent reach {} on allowed domains, \
+                 addresses refused by default (loopback, private, link-local)",
+                allow_addresses.join(", ")
+            ));
+        }
+        WebFetch {
+            offered: cfg.enabled(),
+            allow_domains: cfg.allow_domains.clone(),
+            allow_addresses,
+        }
+    }
+}
+
 /// One layer of the OS sandbox on this machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxLayer {
@@ -213,6 +243,7 @@ pub struct Report {
     pub audit: Part<AuditState>,
     pub memory: Part<Memory>,
     pub hardware: Part<Hardware>,
+    pub web_fetch: WebFetch,
     /// The shell tool and the OS sandbox it runs commands in.
     pub sandbox: Part<Sandbox>,
     /// What `pincer agent` would use now.
@@ -250,6 +281,7 @@ impl Report {
             "audit": self.audit,
             "memory": self.memory,
             "hardware": self.hardware,
+            "web_fetch": self.web_fetch,
             "sandbox": self.sandbox,
             "front_ends": self.front_ends,
             "mcp": self.mcp,
@@ -301,6 +333,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
     let sandbox = sandbox(home, settings, env, depth, &mut errors, &mut warnings).await;
     let memory = memory(home, &mut errors, &mut warnings);
     let hardware = hardware(settings, env, &mut errors, &mut warnings);
+    let web_fetch = WebFetch::of(settings, &mut warnings);
     let mcp = crate::mcp::report(
         home,
         settings,
@@ -343,6 +376,7 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
         audit,
         memory,
         hardware,
+        web_fetch,
         sandbox,
         agent_provider,
         providers,

@@ -315,7 +315,8 @@ impl std::fmt::Debug for Tools {
 }
 
 /// The agent's tools over `ws`: file tools, shell (when offered), memory,
-/// and the hardware tools when `hw` is given.
+/// `web_fetch` when `[web_fetch] allow_domains` names a domain, and the
+/// hardware tools when `hw` is given.
 pub fn agent_tools(
     home: &Home,
     settings: &Settings,
@@ -331,8 +332,8 @@ pub fn agent_tools(
     })
 }
 
-/// The file tools, the shell when given, memory, the hardware tools when
-/// given: in the order the model sees them.
+/// The file tools, the shell when given, memory, `web_fetch` when on, the
+/// hardware tools when given: in the order the model sees them.
 fn assemble(
     home: &Home,
     settings: &Settings,
@@ -352,6 +353,12 @@ fn assemble(
         memory,
         &agent.agent_id,
     )));
+    // Off (not offered, not even described to the model) with no domain.
+    if settings.web_fetch.enabled() {
+        tools.push(Arc::new(pincer_tools::WebFetch::new(
+            settings.web_fetch.clone(),
+        )));
+    }
     if let Some(hw) = hw {
         tools.extend(pincer_tools::hw::hardware_tools(hw, home.camera_dir()));
     }
@@ -458,6 +465,29 @@ mod tests {
         assert!(s.offered && s.tool.is_sandboxed());
         let w = s.warnings.join("\n");
         assert!(w.contains("landlock-fs") && w.contains("degrades"), "{w}");
+    }
+
+    /// `web_fetch` is not offered (not even described to the model) until
+    /// `[web_fetch] allow_domains` names a domain.
+    #[test]
+    fn web_fetch_is_offered_only_with_an_allowed_domain() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = Home::new(tmp.path().join("home"));
+        let ws = open_workspace(&home, &default_workspace(&home).expect("ws")).expect("open");
+        let off = Settings::defaults(&home.config_path());
+        let names = |s: &Settings| -> Vec<String> {
+            assemble(&home, s, ws.clone(), None, None)
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect()
+        };
+        assert!(!names(&off).iter().any(|n| n == "web_fetch"));
+        let on = Settings::parse(
+            "[web_fetch]\nallow_domains = [\"example.com\"]\n",
+            &home.config_path(),
+        )
+        .expect("config");
+        assert!(names(&on).iter().any(|n| n == "web_fetch"));
     }
 
     /// A workspace the sandbox cannot use (under `/dev`, which it replaces)

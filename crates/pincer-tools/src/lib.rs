@@ -4,6 +4,7 @@
 //! `..`, symlink escapes and pincer's own state refused — TL1), the
 //! file tools (`file_read`, `file_list`, `file_write`, `file_edit`) and the
 //! `shell` tool (TL2; every command in the OS sandbox of `pincer-sandbox`, see [`shell`]), the memory tools
+//! `web_fetch` (see [`web`]: a domain allowlist, SSRF refusals, size and time caps)
 //! and, with the `hw` feature, the hardware tools (`hw`, over `pincer-hw`).
 //!
 //! It does not decide policy: each tool only *declares* the risk of a call
@@ -22,6 +23,7 @@ pub mod hw;
 pub mod memory;
 pub mod shell;
 mod shell_sandbox;
+pub mod web;
 pub mod workspace;
 
 pub use config::{NetworkMode, SandboxMode, ShellChoice, ShellConfig};
@@ -30,6 +32,7 @@ pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
 pub use pincer_shell::Shell as ShellDialect;
 pub use shell::{ShellEnv, ShellProgram, ShellProgramError, ShellTool};
 pub use shell_sandbox::ShellSandbox;
+pub use web::{WebFetch, WebFetchConfig};
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 
 use pincer_core::tool::Tool;

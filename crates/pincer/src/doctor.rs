@@ -133,6 +133,25 @@ fn summary(o: &mut String, r: &Report) {
             if h.agent_tools { "on" } else { "off" }
         ))
     );
+    let w = &r.web_fetch;
+    let _ = writeln!(
+        o,
+        "web fetch: {}",
+        if w.offered {
+            format!(
+                "on for {}{}",
+                terminal_safe(&w.allow_domains.join(", ")),
+                if w.allow_addresses.is_empty() {
+                    String::new()
+                } else {
+                    format!("; also reaches {}", w.allow_addresses.join(", "))
+                }
+            )
+        } else {
+            "off: [web_fetch] allow_domains is empty, the agent is not offered web_fetch"
+                .to_string()
+        }
+    );
     for f in &r.front_ends {
         let _ = writeln!(
             o,

@@ -41,6 +41,7 @@ const FEATURES: &[(&str, bool)] = &[
     ("completions", cfg!(feature = "completions")),
     ("fts5", cfg!(feature = "fts5")),
     ("gateway", cfg!(feature = "gateway")),
+    ("html", cfg!(feature = "html")),
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
     ("telegram", cfg!(feature = "telegram")),

@@ -9,3 +9,4 @@ mod protected;
 mod sandbox;
 mod shell;
 mod support;
+mod web;

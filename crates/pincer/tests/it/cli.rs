@@ -155,6 +155,7 @@ fn version_names_the_commit_and_the_features() {
         ("completions", cfg!(feature = "completions")),
         ("fts5", cfg!(feature = "fts5")),
         ("gateway", cfg!(feature = "gateway")),
+        ("html", cfg!(feature = "html")),
         ("membench", cfg!(feature = "membench")),
         ("mcp", cfg!(feature = "mcp")),
         ("telegram", cfg!(feature = "telegram")),

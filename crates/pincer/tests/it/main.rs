@@ -21,6 +21,7 @@ mod serve;
 mod session;
 mod tidy;
 mod tty;
+mod web;
 
 use std::io::Write;
 use std::path::Path;
