@@ -8,7 +8,6 @@ use crate::config::{HttpConfig, ServerConfig};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The largest JSON answer or SSE event accepted (a tool result is cut to
@@ -27,7 +26,14 @@ pub fn transport(
         message,
     };
     let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config(&cfg.url).map_err(fail)?)
+        // The providers' TLS set-up: rustls on `ring`, the system CA store
+        // for `https://`, none read for a loopback `http://`.
+        .tls_backend_preconfigured(pincer_providers::tls_config("mcp", &cfg.url).map_err(|e| {
+            match e {
+                pincer_core::provider::ProviderError::Config { message, .. } => fail(message),
+                other => fail(other.to_string()),
+            }
+        })?)
         .user_agent(concat!("pincer/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(server.startup_timeout.min(Duration::from_secs(30)))
         // A redirect could carry the session id and the token elsewhere:
@@ -47,46 +53,4 @@ pub fn transport(
         config = config.auth_header(token.clone());
     }
     Ok(StreamableHttpClientTransport::with_client(client, config))
-}
-
-/// rustls on `ring`, verifying `https://` against the system's CA store
-/// (loaded once per process); a plain `http://` (loopback) client trusts
-/// no certificate and never reads the store.
-fn tls_config(url: &str) -> Result<rustls::ClientConfig, String> {
-    let crypto = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(crypto)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
-    let mut config = if url.starts_with("https://") {
-        let verifier = system_verifier().map_err(|e| {
-            format!(
-                "cannot verify https certificates: {e} (is the ca-certificates package installed?)"
-            )
-        })?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth()
-    } else {
-        builder
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth()
-    };
-    // reqwest is built without HTTP/2.
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
-}
-
-fn system_verifier() -> Result<Arc<rustls_platform_verifier::Verifier>, String> {
-    static VERIFIER: OnceLock<Result<Arc<rustls_platform_verifier::Verifier>, String>> =
-        OnceLock::new();
-    VERIFIER
-        .get_or_init(|| {
-            rustls_platform_verifier::Verifier::new(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-        })
-        .clone()
 }
