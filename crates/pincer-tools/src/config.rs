@@ -198,6 +198,23 @@ pub fn parse_section(src: &Source<'_>) -> Result<ShellConfig, ConfigError> {
     Ok(out)
 }
 
+/// A commented config example with its `# key = value` lines (and section
+/// headers) uncommented and trailing comments cut: what a person gets by
+/// uncommenting it. Tests check that each example parses.
+#[cfg(test)]
+pub(crate) fn uncommented(example: &str) -> String {
+    example
+        .lines()
+        .filter(|l| l.starts_with("# ") && !l.starts_with("#  "))
+        .map(|l| {
+            let l = &l[2..];
+            let l = l.split(" #").next().unwrap_or(l).trim_end();
+            format!("{l}\n")
+        })
+        .filter(|l| l.starts_with('[') || l.contains(" = "))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,16 +305,7 @@ mod tests {
 
     #[test]
     fn the_example_parses_to_the_default_once_uncommented() {
-        let uncommented: String = EXAMPLE_TOML
-            .lines()
-            .filter(|l| l.starts_with("# ") && !l.starts_with("#  "))
-            .map(|l| {
-                let l = &l[2..];
-                let l = l.split(" #").next().unwrap_or(l).trim_end();
-                format!("{l}\n")
-            })
-            .filter(|l| l.starts_with('[') || l.contains(" = "))
-            .collect();
+        let uncommented = crate::config::uncommented(EXAMPLE_TOML);
         let c = parse(&uncommented).expect(&uncommented);
         assert_eq!(c.program, Some(ShellChoice::Dash));
         assert_eq!(ShellConfig { program: None, ..c }, ShellConfig::default());

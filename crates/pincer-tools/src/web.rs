@@ -735,16 +735,7 @@ mod tests {
 
     #[test]
     fn the_example_parses_once_uncommented() {
-        let uncommented: String = EXAMPLE_TOML
-            .lines()
-            .filter(|l| l.starts_with("# ") && !l.starts_with("#  "))
-            .map(|l| {
-                let l = &l[2..];
-                let l = l.split(" #").next().unwrap_or(l).trim_end();
-                format!("{l}\n")
-            })
-            .filter(|l| l.starts_with('[') || l.contains(" = "))
-            .collect();
+        let uncommented = crate::config::uncommented(EXAMPLE_TOML);
         let path = std::path::Path::new("config.toml");
         let c = parse_section(&Source::new(&uncommented, path)).expect(&uncommented);
         assert_eq!(c.allow_domains, ["example.com", "*.wikipedia.org"]);
