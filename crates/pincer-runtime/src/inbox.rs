@@ -22,30 +22,16 @@
 
 use pincer_core::approvals::{ApprovalAnswer, ApprovalRequest, Approver, QueueError, validate_id};
 use pincer_core::message::Timestamp;
-use pincer_core::policy::Risk;
 use pincer_core::provider::BoxFuture;
-use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// One call waiting for an answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Waiting {
-    /// 10 lowercase hex characters, like the file queue's ids.
-    pub id: String,
-    pub call_hash: String,
-    pub session: String,
-    pub call_id: String,
-    pub tool: String,
-    pub arguments: serde_json::Value,
-    pub risk: Risk,
-    pub why: String,
-    pub created: Timestamp,
-    pub expires: Timestamp,
-}
+/// One call waiting for an answer: the same record the file queue keeps in
+/// `ID.pending.json`, held in memory here.
+pub use pincer_core::approvals::Pending as Waiting;
 
 /// A person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,6 +273,7 @@ impl Approver for ApprovalInbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pincer_core::policy::Risk;
     use std::sync::Arc;
 
     fn req(n: u32) -> ApprovalRequest {
