@@ -179,8 +179,8 @@ enum Command {
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCmd),
     /// The daemon: runs what config.toml enables (chat channels, cron jobs,
-    /// the heartbeat) over one runtime until SIGTERM; SIGHUP reloads the
-    /// config. `pincer status` shows how each service is.
+    /// the heartbeat, the gateway) over one runtime until SIGTERM; SIGHUP
+    /// reloads the config. `pincer status` shows how each service is.
     Serve,
     /// Jobs that run an agent prompt on a schedule (run by `pincer serve`):
     /// add, list, remove, run.
@@ -259,6 +259,8 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
         pincer_channels::SECTION,
         pincer_serve::config::SERVE_SECTION,
         pincer_serve::config::HEARTBEAT_SECTION,
+        #[cfg(feature = "gateway")]
+        pincer_gateway::config::SECTION,
     ]
     .into_iter()
     .collect()

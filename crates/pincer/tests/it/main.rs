@@ -18,6 +18,8 @@ mod memory;
 mod policy;
 mod sandbox;
 mod serve;
+#[cfg(feature = "gateway")]
+mod serve_gateway;
 mod session;
 mod tidy;
 mod tty;
