@@ -20,6 +20,7 @@ mod sandbox;
 mod serve;
 #[cfg(feature = "gateway")]
 mod serve_gateway;
+mod service;
 mod session;
 mod tidy;
 mod tty;
