@@ -2,8 +2,13 @@
 # Installs a pincer binary and a default config for one user, on the machine
 # it runs on (a Raspberry Pi, a Jetson, a server):
 #
-#   scripts/install.sh [BINARY]
+#   scripts/install.sh [--service] [BINARY]
 #
+#   --service  also write the systemd unit for `pincer serve` with
+#            `pincer service install`: a user unit (~/.config/systemd/user),
+#            or a system one when run as root (it runs as the user `pincer`,
+#            who must exist and own PINCER_HOME). It prints the systemctl
+#            commands to run next and runs none of them.
 #   BINARY   a pincer binary to install, e.g. one of the static binaries of
 #            scripts/release.sh copied to the board; without it, the script
 #            builds one here with `cargo build --release -p pincer` (fine on
@@ -17,9 +22,8 @@
 # Re-running it replaces the binary only (atomically, so a running pincer
 # keeps its old file).
 #
-# Not installed: the systemd unit for `pincer serve`
-# (contrib/systemd/pincer.service), which runs as a system user of its own;
-# its header has the steps.
+# Without --service the systemd unit for `pincer serve` is not installed;
+# `pincer service install` (docs/serve.md) writes it later.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +35,12 @@ else
     prefix=${PREFIX:-$HOME/.local}
 fi
 
+service=0
+if [[ ${1:-} == --service ]]; then
+    service=1
+    shift
+fi
+
 case $# in
 0)
     command -v cargo >/dev/null || die "no BINARY given and no cargo to build one (see scripts/release.sh)"
@@ -38,7 +48,7 @@ case $# in
     src=target/release/pincer
     ;;
 1) src=$1 ;;
-*) die "usage: scripts/install.sh [BINARY]" ;;
+*) die "usage: scripts/install.sh [--service] [BINARY]" ;;
 esac
 [[ -f $src ]] || die "$src is not a file"
 # A binary for another CPU fails here, before anything is replaced.
@@ -55,6 +65,13 @@ if [[ -e $home/config.toml ]]; then
     echo "kept the config at $home/config.toml"
 else
     "$dest" init || die "pincer init failed"
+fi
+if [[ $service == 1 ]]; then
+    if [[ $(id -u) == 0 ]]; then
+        "$dest" service install || die "pincer service install failed"
+    else
+        "$dest" service install --user || die "pincer service install --user failed"
+    fi
 fi
 echo "next: set OPENAI_API_KEY or ANTHROPIC_API_KEY (or a local server in the config), then: pincer doctor"
 case :$PATH: in

@@ -14,8 +14,8 @@
 //! (a tool call without a result gets a synthetic one), as after Ctrl-C in
 //! `pincer agent`.
 
-use crate::State;
 use crate::metrics::TurnEnd;
+use crate::{Phase, State};
 use pincer_core::agent::{AgentError, AgentEvent, TurnOutcome};
 use pincer_core::approvals::Approver;
 use pincer_runtime::{AgentSession, RuntimeError};
@@ -32,6 +32,14 @@ pub const DEFAULT_SESSION: &str = "web";
 pub enum ChatError {
     #[error("field `session`: {0}")]
     BadKey(pincer_core::session::SessionError),
+    #[error(
+        "field `session`: `{key}` belongs to `{owner}` of this pincer serve, which writes it; the gateway chats in sessions of its own (like `web`), and may read this one"
+    )]
+    Reserved { key: String, owner: String },
+    #[error("the gateway is stopping; no new turn starts")]
+    Stopping,
+    #[error("the gateway stopped before the turn finished; the session stays valid")]
+    Cut,
     #[error("field `message`: empty; say something")]
     Empty,
     #[error("field `message`: {chars} characters, more than the {max} allowed")]
@@ -56,6 +64,8 @@ impl ChatError {
         use axum::http::StatusCode as S;
         match self {
             ChatError::BadKey(_) | ChatError::Empty => S::BAD_REQUEST,
+            ChatError::Reserved { .. } => S::CONFLICT,
+            ChatError::Stopping | ChatError::Cut => S::SERVICE_UNAVAILABLE,
             ChatError::TooLong { .. } => S::PAYLOAD_TOO_LARGE,
             ChatError::Busy(_) | ChatError::Full(_) => S::CONFLICT,
             ChatError::Open {
@@ -154,6 +164,12 @@ impl Drop for EndGuard<'_> {
 /// Checks a turn's input.
 pub(crate) fn validate(st: &State, key: &str, text: &str) -> Result<(), ChatError> {
     pincer_core::session::validate_key(key).map_err(ChatError::BadKey)?;
+    if let Some(owner) = reserved_by(&st.reserved_sessions, key) {
+        return Err(ChatError::Reserved {
+            key: key.to_string(),
+            owner: owner.to_string(),
+        });
+    }
     if text.trim().is_empty() {
         return Err(ChatError::Empty);
     }
@@ -167,6 +183,18 @@ pub(crate) fn validate(st: &State, key: &str, text: &str) -> Result<(), ChatErro
     Ok(())
 }
 
+/// The key space of `reserved` that `key` is in: `NAME` itself or
+/// `NAME-…`.
+fn reserved_by<'a>(reserved: &'a [String], key: &str) -> Option<&'a str> {
+    reserved
+        .iter()
+        .find(|name| {
+            key.strip_prefix(name.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        })
+        .map(String::as_str)
+}
+
 /// Runs one turn of session `key`, reporting every event to `sink`.
 /// Dropping the future cancels the turn (the session stays valid).
 pub(crate) async fn run_turn(
@@ -176,17 +204,27 @@ pub(crate) async fn run_turn(
     sink: &(dyn Fn(AgentEvent) + Send + Sync),
 ) -> Result<TurnOutcome, ChatError> {
     validate(st, key, text)?;
+    let mut phase = st.phase.subscribe();
+    if *phase.borrow_and_update() != Phase::Serving {
+        return Err(ChatError::Stopping);
+    }
     let session = st.sessions.get(st, key)?;
     let mut session = session
         .try_lock_owned()
         .map_err(|_| ChatError::Busy(key.to_string()))?;
+    let _held = st.on_turn.as_ref().map(|h| (h.0)());
     let watch = st.metrics.turn();
     let mut end = EndGuard { st, ended: false };
     let on_event = |e: AgentEvent| {
         watch.saw(&e);
         sink(e);
     };
-    let result = session.run_turn(text, &on_event).await;
+    // A cut (the gateway's drain ran out) drops the turn's future: the
+    // session stays valid, as when the client goes away.
+    let result = tokio::select! {
+        r = session.run_turn(text, &on_event) => r,
+        () = async { drop(phase.wait_for(|p| *p == Phase::Cut).await) } => return Err(ChatError::Cut),
+    };
     end.ended = true;
     st.metrics.turn_ended(if result.is_ok() {
         TurnEnd::Done
@@ -194,4 +232,20 @@ pub(crate) async fn run_turn(
         TurnEnd::Failed
     });
     Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reserved_by;
+
+    #[test]
+    fn a_reserved_name_covers_itself_and_its_dashed_keys_only() {
+        let r = vec!["telegram".to_string(), "heartbeat".to_string()];
+        assert_eq!(reserved_by(&r, "telegram-123"), Some("telegram"));
+        assert_eq!(reserved_by(&r, "telegram--1001"), Some("telegram"));
+        assert_eq!(reserved_by(&r, "heartbeat"), Some("heartbeat"));
+        assert_eq!(reserved_by(&r, "telegrams"), None);
+        assert_eq!(reserved_by(&r, "web"), None);
+        assert_eq!(reserved_by(&[], "telegram-1"), None);
+    }
 }

@@ -34,6 +34,7 @@
 
 mod api;
 mod chat;
+pub mod config;
 mod http;
 pub mod jcs;
 pub mod keys;
@@ -113,7 +114,25 @@ pub struct Options {
     /// bind address itself, e.g. a reverse proxy's public address. The
     /// first one is the address the manifest advertises.
     pub origins: Vec<String>,
+    /// Session key spaces that belong to other front-ends of the same
+    /// process (`pincer serve`'s `telegram`, `cron`…): a turn on `NAME` or
+    /// `NAME-…` is refused, so the gateway never competes with them for a
+    /// session's one writer. Reading those sessions stays allowed.
+    pub reserved_sessions: Vec<String>,
+    /// Called as each turn starts; what it returns is held until the turn
+    /// ends (`pincer serve` counts the turns a drain cancels this way).
+    pub on_turn: Option<TurnHook>,
     pub limits: Limits,
+}
+
+/// See [`Options::on_turn`].
+#[derive(Clone)]
+pub struct TurnHook(pub Arc<dyn Fn() -> Box<dyn std::any::Any + Send> + Send + Sync>);
+
+impl std::fmt::Debug for TurnHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TurnHook")
+    }
 }
 
 impl Options {
@@ -122,6 +141,8 @@ impl Options {
             bind,
             allow_public: false,
             origins: Vec::new(),
+            reserved_sessions: Vec::new(),
+            on_turn: None,
             limits: Limits::default(),
         }
     }
@@ -171,7 +192,7 @@ pub fn check_bind(addr: SocketAddr, allow_public: bool) -> Result<Option<String>
 }
 
 /// `scheme://host[:port]`, lowercased, no path.
-fn parse_origin(o: &str) -> Result<String, GatewayError> {
+pub(crate) fn parse_origin(o: &str) -> Result<String, GatewayError> {
     let bad = |reason| GatewayError::BadOrigin {
         origin: o.to_string(),
         reason,
@@ -194,7 +215,7 @@ fn origin_host(o: &str) -> &str {
 
 /// Everything the handlers share.
 pub(crate) struct State {
-    runtime: Runtime,
+    runtime: Arc<Runtime>,
     inbox: Arc<ApprovalInbox>,
     tokens: TokenStore,
     codes: CodeBook,
@@ -209,7 +230,35 @@ pub(crate) struct State {
     hosts: Option<Vec<String>>,
     /// Origins accepted besides `http://` + the request's own host.
     origins: Vec<String>,
+    /// See [`Options::reserved_sessions`].
+    reserved_sessions: Vec<String>,
+    on_turn: Option<TurnHook>,
     limits: Limits,
+    /// Where the gateway is in its life; see [`Phase`].
+    phase: tokio::sync::watch::Sender<Phase>,
+    /// WebSocket connections open now (a stop waits for them to close).
+    ws_live: tokio::sync::watch::Sender<usize>,
+}
+
+/// Where a gateway is in its life, as every turn and WebSocket sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Serving,
+    /// Asked to stop: no new turn starts; a turn in flight finishes, then
+    /// its WebSocket is closed (1001).
+    Draining,
+    /// The stop was cut short (the serve future was dropped): turns in
+    /// flight are cancelled, their sessions stay valid.
+    Cut,
+}
+
+/// Cuts whatever is still running when the serve future is dropped.
+struct CutOnDrop(Arc<State>);
+
+impl Drop for CutOnDrop {
+    fn drop(&mut self) {
+        self.0.phase.send_replace(Phase::Cut);
+    }
 }
 
 /// A gateway ready to serve.
@@ -231,7 +280,8 @@ impl Gateway {
     /// Builds the gateway over `runtime`: checks the bind, opens the token
     /// store and the pairing codes, loads (or first generates) the signing
     /// key — refusing loose permissions — and signs the manifest.
-    pub fn new(runtime: Runtime, opts: Options) -> Result<Gateway, GatewayError> {
+    pub fn new(runtime: impl Into<Arc<Runtime>>, opts: Options) -> Result<Gateway, GatewayError> {
+        let runtime: Arc<Runtime> = runtime.into();
         check_bind(opts.bind, opts.allow_public)?;
         let origins = opts
             .origins
@@ -285,8 +335,12 @@ impl Gateway {
             manifest: manifest.to_string(),
             hosts,
             origins,
+            reserved_sessions: opts.reserved_sessions.clone(),
+            on_turn: opts.on_turn.clone(),
             limits: opts.limits.clone(),
             runtime,
+            phase: tokio::sync::watch::Sender::new(Phase::Serving),
+            ws_live: tokio::sync::watch::Sender::new(0),
         };
         Ok(Gateway {
             state: Arc::new(state),
@@ -321,13 +375,24 @@ impl Gateway {
         http::router(self.state.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes, then drains: the
+    /// listener closes, no new turn starts, HTTP requests in flight are
+    /// answered, and each WebSocket is closed (1001) once its turn in
+    /// flight has finished; this returns when all of them are done.
+    /// Dropping the future before that cancels the turns still running
+    /// (their sessions stay valid, as when a client goes away).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         use axum::serve::ListenerExt as _;
+        let _cut = CutOnDrop(self.state.clone());
+        let state = self.state.clone();
+        let draining = async move {
+            shutdown.await;
+            state.phase.send_replace(Phase::Draining);
+        };
         let app = self
             .router()
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -340,8 +405,13 @@ impl Gateway {
             }
         });
         axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
+            .with_graceful_shutdown(draining)
+            .await?;
+        // Upgraded connections are not the server's any more: wait for
+        // them (each closes once its turn in flight is done).
+        let mut live = self.state.ws_live.subscribe();
+        let _ = live.wait_for(|n| *n == 0).await;
+        Ok(())
     }
 }
 

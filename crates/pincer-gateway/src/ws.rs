@@ -20,12 +20,14 @@
 //! refusal such as a busy session or a rate limit).
 //!
 //! Closing the connection mid-turn cancels the turn; the session stays
-//! valid. A token revoked while connected is noticed at the next message
-//! and the connection is closed (code 1008).
+//! valid. When the gateway stops, the connection is closed (1001, going
+//! away) once its turn in flight, if any, has finished. A token revoked
+//! while connected is noticed at the next message and the connection is
+//! closed (code 1008).
 
-use crate::State;
 use crate::chat;
 use crate::http::Caller;
+use crate::{Phase, State};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use serde::Deserialize;
@@ -67,6 +69,7 @@ struct Open<'a>(&'a State);
 impl Drop for Open<'_> {
     fn drop(&mut self) {
         self.0.metrics.ws_open.fetch_sub(1, Ordering::Relaxed);
+        self.0.ws_live.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -79,7 +82,9 @@ fn event(name: &str, error: Option<String>) -> String {
 
 async fn connection(st: Arc<State>, caller: Caller, mut socket: WebSocket) {
     st.metrics.ws_open.fetch_add(1, Ordering::Relaxed);
+    st.ws_live.send_modify(|n| *n += 1);
     let _open = Open(&st);
+    let mut phase = st.phase.subscribe();
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let mut turn: Option<Turn> = None;
     loop {
@@ -156,6 +161,18 @@ async fn connection(st: Arc<State>, caller: Caller, mut socket: WebSocket) {
                 if socket.send(Message::Text(line.into())).await.is_err() {
                     break;
                 }
+            }
+            // The gateway is stopping: once no turn runs here (a running
+            // one finishes first, or is cut), say goodbye.
+            // (The watch's guard is dropped inside: it must not be held.)
+            () = async { drop(phase.wait_for(|p| *p != Phase::Serving).await) }, if turn.is_none() => {
+                let _ = socket
+                    .send(Message::Close(Some(CloseFrame {
+                        code: close_code::AWAY,
+                        reason: "the gateway is stopping".into(),
+                    })))
+                    .await;
+                break;
             }
             done = finish(&mut turn), if turn.is_some() => {
                 turn = None;

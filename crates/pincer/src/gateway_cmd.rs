@@ -1,17 +1,21 @@
 //! `pincer gateway`, `pincer pair`, `pincer tokens list|revoke`, `pincer
 //! keys generate|show`: flags in, `pincer-gateway` does the work, text or
-//! JSON out. Behind the `gateway` feature.
+//! JSON out; and [`service`], the same gateway as a service of `pincer
+//! serve` (`[gateway]` in the config). Behind the `gateway` feature.
 
 use crate::Ctx;
 use anyhow::{Context, Result};
 use pincer_core::actor::HUMAN_CLI;
 use pincer_core::text::terminal_safe;
+use pincer_gateway::config::GatewayConfig;
 use pincer_gateway::{CODE_TTL, Gateway, IssuedCode, Options, Role, TokenStore, keys};
 use pincer_runtime::{Runtime, RuntimeOptions};
+use pincer_serve::{Service, ServiceCtx, ServiceError};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(clap::Args, Debug)]
 pub struct GatewayArgs {
@@ -122,22 +126,7 @@ pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
         opts.allow_public = args.allow_public;
         opts.origins = args.origin.clone();
         let gw = Gateway::new(runtime, opts)?;
-        if gw.key_generated() {
-            eprintln!(
-                "generated the agent's signing key in {} (public key {})",
-                ctx.home.keys_dir().display(),
-                gw.public_key()
-            );
-        }
-        let code = gw.startup_code()?;
-        let (line, note) = code_lines(&code);
-        {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "pincer gateway on http://{addr} (web UI, /api, /ws)")?;
-            writeln!(out, "{line}")?;
-            out.flush()?;
-        }
-        eprintln!("{note}");
+        announce(&gw, &ctx.home, addr)?;
         gw.serve(listener, shutdown_signal())
             .await
             .context("the gateway stopped")?;
@@ -147,6 +136,77 @@ pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
     // A turn may still be waiting on a blocking task: do not wait for it.
     rt.shutdown_background();
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Prints the address and the pairing code as `pincer gateway` does.
+fn announce(gw: &Gateway, home: &pincer_core::home::Home, addr: SocketAddr) -> Result<()> {
+    if gw.key_generated() {
+        eprintln!(
+            "generated the agent's signing key in {} (public key {})",
+            home.keys_dir().display(),
+            gw.public_key()
+        );
+    }
+    let code = gw.startup_code()?;
+    let (line, note) = code_lines(&code);
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "pincer gateway on http://{addr} (web UI, /api, /ws)")?;
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    eprintln!("{note}");
+    Ok(())
+}
+
+/// The gateway as a service of `pincer serve`, over the daemon's runtime
+/// (so a reload gives its turns the new policy). Turns on the session key
+/// spaces `reserved` (the other services' names: `telegram-…`, `cron-…`)
+/// are refused, so no session ever has two front-ends competing to write
+/// it. A bind that fails (the port in use) is a failure of this service
+/// alone, retried with backoff; SIGTERM drains it like `pincer gateway`.
+pub fn service(cfg: GatewayConfig, reserved: Vec<String>) -> Arc<dyn Service> {
+    let cfg = Arc::new(cfg);
+    let reserved = Arc::new(reserved);
+    pincer_serve::service::from_fn("gateway", move |ctx: ServiceCtx| {
+        let cfg = cfg.clone();
+        let reserved = reserved.clone();
+        async move { run_service(ctx, &cfg, &reserved).await }
+    })
+}
+
+async fn run_service(
+    ctx: ServiceCtx,
+    cfg: &GatewayConfig,
+    reserved: &[String],
+) -> Result<(), ServiceError> {
+    let fail = |e: &dyn std::fmt::Display| ServiceError::new(e.to_string());
+    let listener = tokio::net::TcpListener::bind(cfg.bind)
+        .await
+        .map_err(|e| ServiceError::new(format!("cannot listen on {}: {e}", cfg.bind)))?;
+    let addr = listener.local_addr().map_err(|e| fail(&e))?;
+    let mut opts = Options::new(addr);
+    opts.allow_public = cfg.allow_public;
+    opts.origins = cfg.origins.clone();
+    opts.reserved_sessions = reserved.to_vec();
+    let turns = ctx.turns.clone();
+    opts.on_turn = Some(pincer_gateway::TurnHook(Arc::new(move || {
+        Box::new(turns.enter())
+    })));
+    let gw = Gateway::new(ctx.runtime.clone(), opts).map_err(|e| fail(&e))?;
+    announce(&gw, ctx.runtime.home(), addr).map_err(|e| fail(&format!("{e:#}")))?;
+    ctx.status.running(format!("on http://{addr}"));
+    let mut shutdown = ctx.shutdown.clone();
+    gw.serve(listener, async move { shutdown.wait().await })
+        .await
+        .map_err(|e| ServiceError::new(format!("the gateway on {addr} stopped: {e}")))?;
+    if ctx.shutdown.is_set() {
+        Ok(())
+    } else {
+        Err(ServiceError::new(format!(
+            "the gateway on {addr} stopped by itself"
+        )))
+    }
 }
 
 /// Ctrl-C or SIGTERM.

@@ -22,6 +22,7 @@ mod memory_cmd;
 mod policy_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
+mod service_cmd;
 mod session_cmd;
 
 use anyhow::{Context, Result};
@@ -179,9 +180,13 @@ enum Command {
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCmd),
     /// The daemon: runs what config.toml enables (chat channels, cron jobs,
-    /// the heartbeat) over one runtime until SIGTERM; SIGHUP reloads the
-    /// config. `pincer status` shows how each service is.
+    /// the heartbeat, the gateway) over one runtime until SIGTERM; SIGHUP
+    /// reloads the config. `pincer status` shows how each service is.
     Serve,
+    /// The systemd unit for `pincer serve` (contrib/systemd/pincer.service
+    /// made for this binary and PINCER_HOME): install, uninstall, status.
+    #[command(subcommand)]
+    Service(service_cmd::ServiceCmd),
     /// Jobs that run an agent prompt on a schedule (run by `pincer serve`):
     /// add, list, remove, run.
     #[command(subcommand)]
@@ -259,6 +264,8 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
         pincer_channels::SECTION,
         pincer_serve::config::SERVE_SECTION,
         pincer_serve::config::HEARTBEAT_SECTION,
+        #[cfg(feature = "gateway")]
+        pincer_gateway::config::SECTION,
     ]
     .into_iter()
     .collect()
@@ -408,6 +415,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Serve => serve_cmd::run(&load_ctx(cli.home)?),
         Command::Cron(cmd) => cron_cmd::run(&load_ctx(cli.home)?, cmd),
+        Command::Service(cmd) => service_cmd::run(
+            Home::new(match cli.home {
+                Some(h) => h,
+                None => default_home()?,
+            }),
+            cmd,
+        ),
         #[cfg(feature = "membench")]
         Command::Membench(args) => membench_cmd::run(args),
         #[cfg(feature = "claude-code")]

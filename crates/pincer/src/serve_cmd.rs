@@ -14,7 +14,8 @@
 //!   `config.load`, and `policy.change` when the policy differs — then the
 //!   services it enables (`serve.reload`, `applied: true`).
 //!
-//! Adding a service (the HTTP gateway) is one entry in [`services`]: any
+//! The HTTP gateway (`[gateway]`, feature `gateway`) is one of them, in
+//! `gateway_cmd::service`. Adding a service is one entry in [`services`]: any
 //! `Arc<dyn Service>`, or `pincer_serve::service::from_fn(name, f)` over an
 //! async function of a `ServiceCtx`.
 
@@ -70,6 +71,15 @@ pub fn services(settings: &Settings, env: &Env) -> Vec<Arc<dyn Service>> {
             every: Duration::from_secs(hb.every_secs),
             notify: hb.notify,
         }));
+    }
+    // Last, so the session key spaces of every other service are known.
+    #[cfg(feature = "gateway")]
+    if let Some(cfg) = pincer_gateway::config::GatewayConfig::of(settings) {
+        if let Ok(Some(w)) = pincer_gateway::check_bind(cfg.bind, cfg.allow_public) {
+            eprintln!("warning: {w}");
+        }
+        let reserved = names(&list);
+        list.push(crate::gateway_cmd::service(cfg, reserved));
     }
     list
 }

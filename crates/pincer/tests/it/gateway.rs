@@ -73,7 +73,13 @@ fn start(home: &Path, ws: &Path) -> Running {
     }
 }
 
-fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     if let Some(t) = token {

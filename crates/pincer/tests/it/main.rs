@@ -18,6 +18,9 @@ mod memory;
 mod policy;
 mod sandbox;
 mod serve;
+#[cfg(feature = "gateway")]
+mod serve_gateway;
+mod service;
 mod session;
 mod tidy;
 mod tty;
