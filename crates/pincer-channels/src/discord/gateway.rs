@@ -471,9 +471,15 @@ impl Gateway {
                 }
             };
             self.seq = frame.s;
+            let mut resume_url = r.resume_gateway_url.trim_end_matches('/').to_string();
+            if self.url.starts_with("wss://") && !resume_url.starts_with("wss://") {
+                // No resume (token included) in the clear after a TLS start.
+                tracing::warn!(%resume_url, "discord: a resume URL without TLS; resuming at the gateway URL instead");
+                resume_url = self.url.clone();
+            }
             self.session = Some(Session {
                 id: r.session_id,
-                resume_url: r.resume_gateway_url.trim_end_matches('/').to_string(),
+                resume_url,
                 user_id: r.user.id,
                 name: r.user.username,
             });

@@ -219,6 +219,11 @@ struct ComponentData {
 }
 
 #[derive(Debug, Deserialize)]
+struct ChannelRef {
+    id: String,
+}
+
+#[derive(Debug, Deserialize)]
 struct Interaction {
     id: String,
     token: String,
@@ -226,6 +231,9 @@ struct Interaction {
     kind: u8,
     #[serde(default)]
     channel_id: Option<String>,
+    /// The newer form of `channel_id`.
+    #[serde(default)]
+    channel: Option<ChannelRef>,
     /// In a guild.
     #[serde(default)]
     member: Option<Member>,
@@ -303,10 +311,21 @@ impl DiscordService {
             .map_err(|e| ServiceError::new(e.to_string()))?;
         let url = match &cfg.gateway_url {
             Some(u) => u.clone(),
-            None => rest
-                .gateway_url()
-                .await
-                .map_err(|e| ServiceError::new(e.to_string()))?,
+            None => {
+                let u = rest
+                    .gateway_url()
+                    .await
+                    .map_err(|e| ServiceError::new(e.to_string()))?;
+                // The token goes in the Identify: never in the clear when
+                // the API itself is reached over TLS.
+                if cfg.api_base.starts_with("https://") && !u.starts_with("wss://") {
+                    return Err(ServiceError::new(format!(
+                        "GET /gateway/bot named `{}`, not a wss:// URL; refused",
+                        pincer_core::text::cut(&u, 80)
+                    )));
+                }
+                u
+            }
         };
         let mut gateway = Gateway::new(&url, token).map_err(ServiceError::new)?;
         let out = Arc::new(DcOut {
@@ -437,7 +456,11 @@ impl Running {
             return;
         };
         let button = i.data.as_ref().and_then(|d| parse_button(&d.custom_id));
-        let refusal = match (button, i.channel_id.as_deref()) {
+        let channel = i
+            .channel_id
+            .clone()
+            .or(i.channel.as_ref().map(|c| c.id.clone()));
+        let refusal = match (button, channel.as_deref()) {
             (Some((approval, yes)), Some(channel)) => {
                 match self.chat.press(channel, &user.id, approval, yes) {
                     Press::Answered { .. } => None,

@@ -105,7 +105,10 @@ const CHAT: &str = r#"{"turns": [
   {"tool_calls": [{"id": "t", "name": "i2c_read", "arguments": {"address": "0x48", "register": "0x00", "length": 2}}],
    "expect": {"last_role": "user", "last_message_contains": "temperature"}},
   {"text": "The sensor reads 20 degrees.", "expect": {"last_role": "tool"}},
-  {"text": "Guild hello.", "expect": {"last_message_contains": "in the guild"}}
+  {"text": "Guild hello.", "expect": {"last_message_contains": "in the guild"}},
+  {"text": "Time to water the plants.", "expect": {"last_message_contains": "water"}},
+  {"text": "Time to water the plants."},
+  {"text": "Time to water the plants."}
 ]}"#;
 
 #[test]
@@ -212,6 +215,36 @@ fn discord_chat_and_approval_by_button_through_pincer_serve() {
         summary(&fx.home).contains("discord running"),
         "{}",
         summary(&fx.home)
+    );
+    // Cron reports to a Discord channel: a job every second, removed once
+    // it has run.
+    let target = format!("discord:{DM}");
+    crate::ok(
+        dc_cmd(
+            &fx.home,
+            &[
+                "cron",
+                "add",
+                "--name",
+                "water",
+                "--schedule",
+                "* * * * * *",
+                "--prompt",
+                "remind me to water",
+                "--notify",
+                &target,
+            ],
+        )
+        .output()
+        .expect("cron add"),
+    );
+    dc.wait(30, "the cron reply in the channel", |d| {
+        d.sent_to(DM).iter().any(|s| s.contains("water the plants"))
+    });
+    crate::ok(
+        dc_cmd(&fx.home, &["cron", "remove", "water"])
+            .output()
+            .expect("cron remove"),
     );
     // Heartbeats carry the last sequence number.
     assert!(
