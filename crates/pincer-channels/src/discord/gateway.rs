@@ -280,6 +280,16 @@ impl Gateway {
         Ok(ws)
     }
 
+    /// Closes with 4000, a code that keeps the session resumable (1000
+    /// and 1001 would end it); a dead peer gets two seconds.
+    async fn close(ws: &mut Socket, reason: &'static str) {
+        let frame = CloseFrame {
+            code: CloseCode::from(4000),
+            reason: reason.into(),
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), ws.close(Some(frame))).await;
+    }
+
     async fn send(ws: &mut Socket, v: Value) -> Result<(), String> {
         ws.send(Ws::text(v.to_string()))
             .await
@@ -329,14 +339,17 @@ impl Gateway {
                 _ = tokio::time::sleep_until(next_beat) => {
                     if !acked {
                         // A zombie: close without ending the session.
-                        let _ = ws.close(Some(CloseFrame { code: CloseCode::from(4000), reason: "no heartbeat ACK".into() })).await;
+                        Self::close(&mut ws, "no heartbeat ACK").await;
                         return lost("no heartbeat ACK from the gateway: the connection is dead".into());
                     }
                     if let Err(e) = Self::send(&mut ws, json!({"op": 1, "d": self.seq})).await {
                         return lost(e);
                     }
                     acked = false;
-                    next_beat += interval;
+                    // After a stall, the next beat is still at least half
+                    // an interval away: beats never bunch up, which would
+                    // call a live connection dead before its ACK came.
+                    next_beat = (next_beat + interval).max(Instant::now() + interval / 2);
                     continue;
                 }
             };
@@ -377,22 +390,12 @@ impl Gateway {
                     }
                 }
                 7 => {
-                    let _ = ws
-                        .close(Some(CloseFrame {
-                            code: CloseCode::from(4000),
-                            reason: "reconnect".into(),
-                        }))
-                        .await;
+                    Self::close(&mut ws, "reconnect").await;
                     return lost("the gateway asked for a reconnect (op 7)".into());
                 }
                 9 => {
                     let resume = frame.d.as_bool() == Some(true) && self.session.is_some();
-                    let _ = ws
-                        .close(Some(CloseFrame {
-                            code: CloseCode::from(4000),
-                            reason: "invalid session".into(),
-                        }))
-                        .await;
+                    Self::close(&mut ws, "invalid session").await;
                     return End::Again {
                         why: "the gateway invalidated the session (op 9)".into(),
                         resume,

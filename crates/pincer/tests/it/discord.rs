@@ -194,6 +194,7 @@ fn discord_chat_and_approval_by_button_through_pincer_serve() {
     dc.wait(30, "the approval settled", |d| {
         !d.calls("PATCH", "/messages/").is_empty()
     });
+    dc.wait(30, "the press acknowledged", |d| callbacks(d).len() >= 4);
     assert_eq!(callbacks(&dc)[3]["type"], 6, "{:#?}", callbacks(&dc));
     let patch = &dc.calls("PATCH", "/messages/")[0];
     assert_eq!(patch.body["components"], json!([]), "{:?}", patch.body);
@@ -247,11 +248,9 @@ fn discord_chat_and_approval_by_button_through_pincer_serve() {
             .expect("cron remove"),
     );
     // Heartbeats carry the last sequence number.
-    assert!(
-        dc.heartbeats().iter().any(Value::is_u64),
-        "{:?}",
-        dc.heartbeats()
-    );
+    dc.wait(30, "a heartbeat with the sequence", |d| {
+        d.heartbeats().iter().any(Value::is_u64)
+    });
     let (code, err) = d.stop();
     assert!(code.success(), "{err}");
     assert!(!err.contains(TOKEN), "the token leaked: {err}");
@@ -329,7 +328,8 @@ const RESUME: &str = r#"{"turns": [
   {"text": "First answer.", "expect": {"last_message_contains": "one"}},
   {"text": "A green plant.", "expect": {"images": 1, "last_message_contains": "what is this"}},
   {"text": "Second answer.", "expect": {"last_message_contains": "two"}},
-  {"text": "Third answer.", "expect": {"last_message_contains": "three"}}
+  {"text": "Third answer.", "expect": {"last_message_contains": "three"}},
+  {"text": "Fourth answer.", "expect": {"last_message_contains": "four"}}
 ]}"#;
 
 #[test]
@@ -421,6 +421,26 @@ fn discord_resumes_after_reconnect_and_a_dead_connection_and_waits_out_a_429() {
     );
     assert_eq!(dc.identifies().len(), 1, "resumed, never identified again");
     assert_eq!(dc.connections(), 3);
+
+    // A session the server will not resume (op 9, false): pincer waits
+    // the 1-5 s Discord asks and identifies afresh.
+    dc.expire_session();
+    dc.reconnect();
+    dc.wait(30, "a fresh identify", |d| {
+        d.identifies().len() == 2 && d.idle()
+    });
+    assert_eq!(dc.resumes().len(), 3, "{:#?}", dc.resumes());
+    let refused = &dc.resumes()[2];
+    let gap = dc.identify_times()[1].duration_since(dc.resume_times()[2]);
+    assert!(
+        gap >= Duration::from_millis(900),
+        "identified again after {gap:?}"
+    );
+    assert_eq!(refused["session_id"], "sess-1");
+    dc.message(DM, OWNER, "four");
+    dc.wait(30, "the fourth answer", |d| {
+        d.sent_to(DM).iter().any(|s| s.contains("Fourth answer"))
+    });
     assert!(
         summary(&fx.home).contains("discord running"),
         "{}",
@@ -434,6 +454,7 @@ fn discord_resumes_after_reconnect_and_a_dead_connection_and_waits_out_a_429() {
         "First answer",
         "Second answer",
         "Third answer",
+        "Fourth answer",
         "A green plant",
         "could not fetch the picture",
     ] {
@@ -445,7 +466,11 @@ fn discord_resumes_after_reconnect_and_a_dead_connection_and_waits_out_a_429() {
     }
     let t = trail(&fx.home);
     let msgs = kinds(&t, "channel.message");
-    assert_eq!(msgs.len(), 4, "one, the good image, two, three: {msgs:#?}");
+    assert_eq!(
+        msgs.len(),
+        5,
+        "one, the good image, two, three, four: {msgs:#?}"
+    );
 }
 
 #[test]

@@ -23,8 +23,10 @@ use tungstenite::protocol::frame::coding::CloseCode;
 
 pub const TOKEN: &str = "MTIzNDU2.discord-test-token-SECRET";
 pub const BOT_ID: &str = "4242424242424242";
-/// The heartbeat interval the gateway asks for, in ms.
-pub const HEARTBEAT_MS: u64 = 250;
+/// The heartbeat interval the gateway asks for, in ms: short, so a dead
+/// connection is found in seconds, and long enough that a loaded machine
+/// does not miss an ACK of a live one.
+pub const HEARTBEAT_MS: u64 = 1000;
 
 /// What the next `POST /channels/{id}/messages` gets.
 #[derive(Debug, Clone)]
@@ -63,7 +65,9 @@ struct St {
     connections: u64,
     ready: bool,
     identifies: Vec<Value>,
+    identify_at: Vec<Instant>,
     resumes: Vec<Value>,
+    resume_at: Vec<Instant>,
     heartbeats: Vec<Value>,
     /// Send op 7 on the live connection.
     reconnect: bool,
@@ -190,6 +194,12 @@ impl FakeDiscord {
         self.with(|s| s.reconnect = true);
     }
 
+    /// Forgets the session: the next resume gets Invalid Session (op 9,
+    /// not resumable).
+    pub fn expire_session(&self) {
+        self.with(|s| s.session = None);
+    }
+
     pub fn stop_acks(&self) {
         self.with(|s| s.no_acks = true);
     }
@@ -220,6 +230,14 @@ impl FakeDiscord {
 
     pub fn identifies(&self) -> Vec<Value> {
         self.with(|s| s.identifies.clone())
+    }
+
+    pub fn identify_times(&self) -> Vec<Instant> {
+        self.with(|s| s.identify_at.clone())
+    }
+
+    pub fn resume_times(&self) -> Vec<Instant> {
+        self.with(|s| s.resume_at.clone())
     }
 
     pub fn resumes(&self) -> Vec<Value> {
@@ -479,6 +497,7 @@ fn gateway(conn: TcpStream, st: &Arc<Mutex<St>>) {
             }
             Some(2) => {
                 s.identifies.push(v["d"].clone());
+                s.identify_at.push(Instant::now());
                 if s.bad_auth || v["d"]["token"] != TOKEN {
                     drop(s);
                     let _ = ws.close(Some(CloseFrame {
@@ -507,6 +526,7 @@ fn gateway(conn: TcpStream, st: &Arc<Mutex<St>>) {
             }
             Some(6) => {
                 s.resumes.push(v["d"].clone());
+                s.resume_at.push(Instant::now());
                 let good = v["d"]["token"] == TOKEN
                     && s.session.is_some()
                     && v["d"]["session_id"].as_str() == s.session.as_deref();
