@@ -1,10 +1,10 @@
-//! `[channels.telegram]` and `[channels.camera]` in `config.toml`, owned
-//! here and validated when pincer loads the file (the binary passes
-//! [`SECTION`]), every error naming the file, the line and the key.
-//! Discord is not written yet: `[channels.discord]` is refused as an
-//! unknown key, never silently ignored.
+//! `[channels.telegram]`, `[channels.discord]` and `[channels.camera]` in
+//! `config.toml`, owned here and validated when pincer loads the file (the
+//! binary passes [`SECTION`]), every error naming the file, the line and
+//! the key; an unknown key is refused, never silently ignored.
 //!
-//! `allow_users` empty means nobody may chat, not everybody. A camera's
+//! `allow_users` empty means nobody may chat, not everybody. Discord user
+//! ids are snowflakes written as strings (`"80351110224678912"`). A camera's
 //! `bind` must be a loopback address unless `allow_remote = true`.
 
 use pincer_core::config::{ConfigError, Source};
@@ -31,6 +31,15 @@ const EXAMPLE_TOML: &str = r#"
 # allow_users = [123456789]
 # approvers = [123456789]
 # poll_timeout_secs = 25
+#
+# Discord over the gateway WebSocket and the REST API. Ids are snowflakes,
+# written as strings; the bot needs the Message Content intent.
+# [channels.discord]
+# token_env = "DISCORD_BOT_TOKEN"
+# api_base = "https://discord.com/api/v10"
+# gateway_url = "wss://gateway.discord.gg"   # normally asked of GET /gateway/bot
+# allow_users = ["80351110224678912"]
+# approvers = ["80351110224678912"]
 #
 # A camera board sending frames over TCP (docs/serve.md). Every connection
 # must first present the shared secret held in token_env (16 bytes or
@@ -79,10 +88,28 @@ pub struct TelegramConfig {
     pub poll_timeout_secs: u64,
 }
 
+/// Discord's REST API, the version pincer speaks.
+pub const DISCORD_API: &str = "https://discord.com/api/v10";
+
+/// `[channels.discord]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscordConfig {
+    pub token_env: String,
+    pub api_base: String,
+    /// Set: the gateway to connect to, instead of asking
+    /// `GET /gateway/bot`.
+    pub gateway_url: Option<String>,
+    /// User ids (snowflakes) that may chat.
+    pub allow_users: Vec<String>,
+    pub approvers: Vec<String>,
+}
+
 /// `[channels]`, each channel absent unless configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelsConfig {
     pub telegram: Option<TelegramConfig>,
+    #[serde(default)]
+    pub discord: Option<DiscordConfig>,
     pub camera: Option<CameraConfig>,
 }
 
@@ -104,7 +131,20 @@ struct Doc {
 #[serde(deny_unknown_fields)]
 struct RawChannels {
     telegram: Option<Spanned<RawTelegram>>,
+    discord: Option<Spanned<RawDiscord>>,
     camera: Option<Spanned<RawCamera>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDiscord {
+    token_env: Option<Spanned<String>>,
+    api_base: Option<Spanned<String>>,
+    gateway_url: Option<Spanned<String>>,
+    #[serde(default)]
+    allow_users: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    approvers: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -199,10 +239,79 @@ pub fn parse(src: &Source<'_>) -> Result<ChannelsConfig, ConfigError> {
             poll_timeout_secs: poll,
         });
     }
+    if let Some(d) = channels.discord {
+        if !cfg!(feature = "discord") {
+            return Err(src.invalid(
+                d.span(),
+                "channels.discord",
+                "this pincer was built without the discord feature",
+            ));
+        }
+        cfg.discord = Some(discord(src, d)?);
+    }
     if let Some(c) = channels.camera {
         cfg.camera = Some(camera(src, c)?);
     }
     Ok(cfg)
+}
+
+/// A Discord snowflake: a decimal number of at most 20 digits that fits
+/// in 64 bits, and is not 0.
+pub fn is_snowflake(id: &str) -> bool {
+    (1..=20).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && id.parse::<u64>().is_ok_and(|n| n > 0)
+}
+
+fn snowflakes(
+    src: &Source<'_>,
+    key: &str,
+    v: Option<Spanned<Vec<String>>>,
+) -> Result<Vec<String>, ConfigError> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    if let Some(bad) = v.get_ref().iter().find(|id| !is_snowflake(id)) {
+        return Err(src.invalid(
+            v.span(),
+            key,
+            format!(
+                "has `{bad}`; a Discord user id is a snowflake, digits only, like \"80351110224678912\" (Developer Mode, Copy User ID)"
+            ),
+        ));
+    }
+    Ok(v.into_inner())
+}
+
+fn discord(src: &Source<'_>, d: Spanned<RawDiscord>) -> Result<DiscordConfig, ConfigError> {
+    let span = d.span();
+    let raw = d.into_inner();
+    let gateway_url = match raw.gateway_url {
+        None => None,
+        Some(v) => {
+            let url = v.get_ref();
+            let parsed = reqwest::Url::parse(url).ok().filter(|u| {
+                matches!(u.scheme(), "ws" | "wss")
+                    && u.host_str().is_some_and(|h| !h.is_empty())
+                    && u.fragment().is_none()
+            });
+            if parsed.is_none() {
+                return Err(src.invalid(
+                    v.span(),
+                    "channels.discord.gateway_url",
+                    format!("is `{url}`; it must be a ws:// or wss:// URL, like wss://gateway.discord.gg"),
+                ));
+            }
+            Some(url.trim_end_matches('/').to_string())
+        }
+    };
+    Ok(DiscordConfig {
+        token_env: token_env(src, "channels.discord.token_env", span, raw.token_env)?,
+        api_base: base_url(src, "channels.discord.api_base", raw.api_base, DISCORD_API)?,
+        gateway_url,
+        allow_users: snowflakes(src, "channels.discord.allow_users", raw.allow_users)?,
+        approvers: snowflakes(src, "channels.discord.approvers", raw.approvers)?,
+    })
 }
 
 /// A camera id: what its session is named by.
@@ -334,11 +443,60 @@ mod tests {
             &["channels.telegram.api_base"],
         );
         check("[channels.irc]\n", &["config.toml", "irc"]);
-        // Not written yet: refused by name, not ignored.
+    }
+
+    #[test]
+    fn discord_is_validated_naming_the_key() {
+        let s = Settings::parse_with(
+            "[channels.discord]\ntoken_env = \"DC\"\nallow_users = [\"80351110224678912\"]\napprovers = [\"80351110224678912\"]\n",
+            Path::new("/h/config.toml"),
+            &[SECTION],
+        )
+        .expect("parses");
+        let d = ChannelsConfig::of(&s).discord.expect("discord");
+        assert_eq!(d.api_base, DISCORD_API);
+        assert_eq!(d.gateway_url, None);
+        assert_eq!(d.allow_users, ["80351110224678912"]);
+        let ok = "token_env = \"DC\"\n";
         check(
-            "[channels.discord]\ntoken_env = \"D\"\n",
-            &["config.toml", "discord"],
+            "[channels.discord]\nallow_users = []\n",
+            &["config.toml:1", "channels.discord.token_env", "is required"],
         );
+        check(
+            &format!("[channels.discord]\n{ok}allow_users = [\"alice\"]\n"),
+            &[
+                "config.toml:3",
+                "channels.discord.allow_users",
+                "alice",
+                "snowflake",
+            ],
+        );
+        check(
+            &format!("[channels.discord]\n{ok}approvers = [\"99999999999999999999\"]\n"),
+            &["channels.discord.approvers", "snowflake"],
+        );
+        check(
+            &format!("[channels.discord]\n{ok}allow_users = [80351110224678912]\n"),
+            &["config.toml", "allow_users", "string"],
+        );
+        check(
+            &format!("[channels.discord]\n{ok}gateway_url = \"https://gateway.discord.gg\"\n"),
+            &["channels.discord.gateway_url", "ws://"],
+        );
+        check(
+            &format!("[channels.discord]\n{ok}api_base = \"discord.com\"\n"),
+            &["channels.discord.api_base"],
+        );
+        check(
+            &format!("[channels.discord]\n{ok}guild = \"1\"\n"),
+            &["config.toml", "line 3", "guild"],
+        );
+        Settings::parse_with(
+            &format!("[channels.discord]\n{ok}gateway_url = \"ws://127.0.0.1:9/\"\n"),
+            Path::new("/h/config.toml"),
+            &[SECTION],
+        )
+        .expect("a ws:// gateway for a local server");
     }
 
     #[test]

@@ -40,6 +40,7 @@ const FEATURES: &[(&str, bool)] = &[
     ("camera", cfg!(feature = "camera")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("completions", cfg!(feature = "completions")),
+    ("discord", cfg!(feature = "discord")),
     ("fts5", cfg!(feature = "fts5")),
     ("gateway", cfg!(feature = "gateway")),
     ("html", cfg!(feature = "html")),
@@ -260,7 +261,7 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
     [
         #[cfg(feature = "claude-code")]
         pincer_claude_code::SECTION,
-        #[cfg(any(feature = "telegram", feature = "camera"))]
+        #[cfg(any(feature = "telegram", feature = "discord", feature = "camera"))]
         pincer_channels::SECTION,
         pincer_serve::config::SERVE_SECTION,
         pincer_serve::config::HEARTBEAT_SECTION,

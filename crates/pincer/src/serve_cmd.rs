@@ -46,7 +46,17 @@ pub fn services(settings: &Settings, env: &Env) -> Vec<Arc<dyn Service>> {
             token,
         }));
     }
-    #[cfg(not(any(feature = "telegram", feature = "camera")))]
+    #[cfg(feature = "discord")]
+    if let Some(cfg) = pincer_channels::ChannelsConfig::of(settings).discord {
+        let token = env
+            .var(&cfg.token_env)
+            .and_then(|t| pincer_channels::Token::new(t.to_string()));
+        list.push(Arc::new(pincer_channels::discord::DiscordService {
+            config: cfg,
+            token,
+        }));
+    }
+    #[cfg(not(any(feature = "telegram", feature = "discord", feature = "camera")))]
     let _ = env;
     #[cfg(feature = "camera")]
     if let Some(cfg) = pincer_channels::ChannelsConfig::of(settings).camera {

@@ -153,6 +153,7 @@ fn version_names_the_commit_and_the_features() {
         ("camera", cfg!(feature = "camera")),
         ("claude-code", cfg!(feature = "claude-code")),
         ("completions", cfg!(feature = "completions")),
+        ("discord", cfg!(feature = "discord")),
         ("fts5", cfg!(feature = "fts5")),
         ("gateway", cfg!(feature = "gateway")),
         ("html", cfg!(feature = "html")),

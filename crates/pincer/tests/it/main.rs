@@ -8,6 +8,10 @@ mod camera;
 #[cfg(feature = "claude-code")]
 mod claude_code;
 mod cli;
+#[cfg(feature = "discord")]
+mod discord;
+#[cfg(feature = "discord")]
+mod discordapi;
 mod escape;
 #[cfg(feature = "gateway")]
 mod gateway;
