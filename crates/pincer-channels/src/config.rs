@@ -213,6 +213,13 @@ pub fn parse(src: &Source<'_>) -> Result<ChannelsConfig, ConfigError> {
         return Ok(cfg);
     };
     if let Some(t) = channels.telegram {
+        if !cfg!(feature = "telegram") {
+            return Err(src.invalid(
+                t.span(),
+                "channels.telegram",
+                "this pincer was built without the telegram feature",
+            ));
+        }
         let span = t.span();
         let raw = t.into_inner();
         let poll = match raw.poll_timeout_secs {
@@ -250,6 +257,13 @@ pub fn parse(src: &Source<'_>) -> Result<ChannelsConfig, ConfigError> {
         cfg.discord = Some(discord(src, d)?);
     }
     if let Some(c) = channels.camera {
+        if !cfg!(feature = "camera") {
+            return Err(src.invalid(
+                c.span(),
+                "channels.camera",
+                "this pincer was built without the camera feature",
+            ));
+        }
         cfg.camera = Some(camera(src, c)?);
     }
     Ok(cfg)
@@ -410,7 +424,34 @@ mod tests {
         }
     }
 
+    /// A build without a platform refuses its table by name instead of
+    /// accepting a channel that would never start
+    /// (`cargo test -p pincer-channels --no-default-features`).
     #[test]
+    #[cfg(not(all(feature = "telegram", feature = "discord", feature = "camera")))]
+    fn a_channel_left_out_of_the_build_is_refused_by_name() {
+        for (on, table) in [
+            (
+                cfg!(feature = "telegram"),
+                "[channels.telegram]\ntoken_env = \"TG\"\n",
+            ),
+            (
+                cfg!(feature = "discord"),
+                "[channels.discord]\ntoken_env = \"DC\"\n",
+            ),
+            (
+                cfg!(feature = "camera"),
+                "[channels.camera]\ntoken_env = \"CAM\"\n",
+            ),
+        ] {
+            if !on {
+                check(table, &["config.toml:1", "without the", "feature"]);
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "telegram")]
     fn channels_are_validated_naming_the_key() {
         let s = Settings::parse_with(
             "[channels.telegram]\ntoken_env = \"TG\"\nallow_users = [1, 2]\napprovers = [1]\n",
@@ -446,6 +487,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "discord")]
     fn discord_is_validated_naming_the_key() {
         let s = Settings::parse_with(
             "[channels.discord]\ntoken_env = \"DC\"\nallow_users = [\"80351110224678912\"]\napprovers = [\"80351110224678912\"]\n",
@@ -500,6 +542,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "camera")]
     fn camera_is_validated_naming_the_key() {
         let s = Settings::parse_with(
             "[channels.camera]\ntoken_env = \"CAM\"\ncameras = [\"door\", \"desk_2\"]\n",
