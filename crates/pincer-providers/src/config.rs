@@ -175,6 +175,9 @@ pub fn check_base_url(url: &str) -> Result<String, String> {
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("is `{url}`, which names no host"));
     }
+    if !crate::http::TLS && parsed.scheme() == "https" {
+        return Err(format!("is `{url}`, but {}", crate::http::NO_TLS));
+    }
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(format!(
             "is `{url}`; a base URL has no `?query` or `#fragment`"
@@ -288,6 +291,17 @@ fn parse_one(
             src.path.parent().unwrap_or(Path::new(".")).join(s)
         }
     });
+    // Last, so that the table's other mistakes are named first.
+    if rp.base_url.is_none() && !crate::http::TLS && base_url.starts_with("https://") {
+        return Err(src.invalid(
+            span,
+            &key("base_url"),
+            format!(
+                "is not set, and this kind's default is `{base_url}`, but {}",
+                crate::http::NO_TLS
+            ),
+        ));
+    }
     Ok(ProviderConfig {
         name: name.to_string(),
         kind: rp.kind,
@@ -370,6 +384,32 @@ mod tests {
         );
     }
 
+    /// A build without TLS refuses an https:// base URL, set or defaulted,
+    /// at parse time: the field, the line and the missing feature are
+    /// named, and a plain http:// one is still fine.
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn without_tls_an_https_base_url_is_refused_by_name() {
+        check(
+            "[providers.x]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"https://api.openai.com/v1\"\n",
+            Err(&["config.toml:4", "providers.x.base_url", "`tls` feature"]),
+        );
+        check(
+            "[providers.c]\nkind = \"anthropic\"\nmodel = \"m\"\n",
+            Err(&[
+                "providers.c.base_url",
+                "is not set",
+                "api.anthropic.com",
+                "`tls` feature",
+            ]),
+        );
+        check(
+            "[providers.x]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n",
+            Ok(()),
+        );
+    }
+
+    #[cfg(feature = "tls")]
     #[test]
     fn providers_are_data() {
         let got = parse_section(

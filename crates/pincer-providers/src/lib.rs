@@ -23,7 +23,10 @@
 //! `rustls-no-provider` plus a `ClientConfig` built here), a lighter build
 //! than reqwest's default `aws-lc-rs`, and no process-wide provider is
 //! installed. `https://` endpoints are verified against the system's CA
-//! store; `http://` endpoints (local models) never read it.
+//! store; `http://` endpoints (local models) never read it. All of that is
+//! the `tls` feature (on by default): without it, a client speaks plain
+//! `http://` only, and an `https://` base URL is refused at parse time
+//! naming the field and the missing feature ([`NO_TLS`]).
 
 pub mod anthropic;
 pub mod config;
@@ -36,7 +39,9 @@ pub mod scripted;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
-pub use http::{parse_retry_after, tls_config};
+#[cfg(feature = "tls")]
+pub use http::tls_config;
+pub use http::{NO_TLS, TLS, client_builder, parse_retry_after};
 pub use openai::OpenAiProvider;
 pub use probe::{Check, ProbeReport, detect_local, probe, probe_anthropic};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};

@@ -139,8 +139,8 @@ pub async fn probe_anthropic(base_url: &str, api_key: &str, timeout: Duration) -
 }
 
 fn probe_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(http::tls_config("probe", base_url).map_err(|e| e.to_string())?)
+    http::client_builder("probe", base_url)
+        .map_err(|e| e.to_string())?
         .timeout(timeout)
         .build()
         .map_err(|e| http::error_chain(&e))

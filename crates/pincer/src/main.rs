@@ -47,6 +47,7 @@ const FEATURES: &[(&str, bool)] = &[
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
     ("telegram", cfg!(feature = "telegram")),
+    ("tls", cfg!(feature = "tls")),
 ];
 
 /// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.

@@ -160,6 +160,7 @@ fn version_names_the_commit_and_the_features() {
         ("membench", cfg!(feature = "membench")),
         ("mcp", cfg!(feature = "mcp")),
         ("telegram", cfg!(feature = "telegram")),
+        ("tls", cfg!(feature = "tls")),
     ]
     .into_iter()
     .filter(|(_, on)| *on)
@@ -218,5 +219,44 @@ fn a_closed_stdout_is_not_a_panic() {
         matches!(out.status.code(), Some(0) | Some(141)),
         "{:?}",
         out.status
+    );
+}
+
+/// The kernel without TLS talks plain http:// only: an https:// provider
+/// is refused at start-up naming the field and the missing feature (never
+/// tried in plain text), a zero-config cloud key is refused the same way,
+/// and doctor says what this build lacks.
+#[cfg(not(feature = "tls"))]
+#[test]
+fn without_tls_an_https_provider_is_refused_by_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[providers.cloud]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"https://llm.example.invalid/v1\"\n",
+    )
+    .expect("write config");
+    let err = crate::fails(crate::pincer_env(tmp.path(), &["agent", "-m", "hi"], &[]));
+    assert!(
+        err.contains("providers.cloud.base_url") && err.contains("`tls` feature"),
+        "{err}"
+    );
+    std::fs::remove_file(&config).expect("rm config");
+    let err = crate::fails(crate::pincer_env(
+        tmp.path(),
+        &["agent", "-m", "hi"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-key")],
+    ));
+    assert!(
+        err.contains("base_url is `https://") && err.contains("`tls` feature"),
+        "{err}"
+    );
+    let out = crate::pincer_env(tmp.path(), &["doctor", "--json"], &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor json");
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("without the `tls` feature"),
+        "{doc}"
     );
 }
