@@ -64,6 +64,8 @@ pub mod defaults {
     /// not set.
     pub const OPENAI_MODEL: &str = "gpt-4o-mini";
     pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+    /// The Anthropic API version pincer speaks.
+    pub const ANTHROPIC_VERSION: &str = "2023-06-01";
     pub const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
     /// The local servers zero-config looks for: Ollama, then llama-server.
     pub const LOCAL_CANDIDATES: [&str; 2] =
@@ -291,6 +293,9 @@ fn parse_one(
             src.path.parent().unwrap_or(Path::new(".")).join(s)
         }
     });
+    if rp.kind == ProviderKind::Anthropic && !cfg!(feature = "anthropic") {
+        return Err(src.invalid(span, &key("kind"), crate::NO_ANTHROPIC));
+    }
     // Last, so that the table's other mistakes are named first.
     if rp.base_url.is_none() && !crate::http::TLS && base_url.starts_with("https://") {
         return Err(src.invalid(
@@ -395,11 +400,11 @@ mod tests {
             Err(&["config.toml:4", "providers.x.base_url", "`tls` feature"]),
         );
         check(
-            "[providers.c]\nkind = \"anthropic\"\nmodel = \"m\"\n",
+            "[providers.c]\nkind = \"openai\"\nmodel = \"m\"\n",
             Err(&[
                 "providers.c.base_url",
                 "is not set",
-                "api.anthropic.com",
+                "api.openai.com",
                 "`tls` feature",
             ]),
         );
@@ -409,7 +414,18 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "tls")]
+    /// Without the Anthropic client its kind is refused naming the field
+    /// and the feature, before any other mistake of the table.
+    #[cfg(not(feature = "anthropic"))]
+    #[test]
+    fn without_anthropic_its_kind_is_refused_by_name() {
+        check(
+            "[providers.c]\nkind = \"anthropic\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/\"\n",
+            Err(&["config.toml:1", "providers.c.kind", "`anthropic` feature"]),
+        );
+    }
+
+    #[cfg(all(feature = "tls", feature = "anthropic"))]
     #[test]
     fn providers_are_data() {
         let got = parse_section(

@@ -28,6 +28,7 @@
 //! `http://` only, and an `https://` base URL is refused at parse time
 //! naming the field and the missing feature ([`NO_TLS`]).
 
+#[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod config;
 mod http;
@@ -38,6 +39,7 @@ pub mod router;
 pub mod scripted;
 pub mod sse;
 
+#[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicProvider;
 #[cfg(feature = "tls")]
 pub use http::tls_config;
@@ -50,6 +52,10 @@ pub use scripted::{ScriptTurn, ScriptedProvider};
 use crate::config::{ProviderConfig, ProviderKind};
 use pincer_core::provider::{Provider, ProviderError};
 
+/// Why `kind = "anthropic"` cannot be used by a build without the
+/// `anthropic` feature.
+pub const NO_ANTHROPIC: &str = "is `anthropic`, but this pincer was built without the `anthropic` feature (the Anthropic Messages API); use an OpenAI-compatible server (kind `openai`), or a build with it (the default build, or `--features anthropic`)";
+
 /// Builds the provider `cfg` describes. `api_key` is the value of the
 /// environment variable `cfg.api_key_env` names, read by the caller; it is
 /// required when `api_key_env` is set. A scripted provider reads its
@@ -60,7 +66,16 @@ pub fn build(
 ) -> Result<Box<dyn Provider>, ProviderError> {
     Ok(match cfg.kind {
         ProviderKind::Openai => Box::new(OpenAiProvider::new(cfg, api_key)?),
+        #[cfg(feature = "anthropic")]
         ProviderKind::Anthropic => Box::new(AnthropicProvider::new(cfg, api_key)?),
+        #[cfg(not(feature = "anthropic"))]
+        ProviderKind::Anthropic => {
+            let _ = api_key;
+            return Err(ProviderError::Config {
+                provider: cfg.name.clone(),
+                message: format!("kind {NO_ANTHROPIC}"),
+            });
+        }
         ProviderKind::Scripted => {
             let path = cfg.script.as_ref().ok_or_else(|| ProviderError::Config {
                 provider: cfg.name.clone(),
