@@ -53,6 +53,14 @@ esac
 [[ -f $src ]] || die "$src is not a file"
 # A binary for another CPU fails here, before anything is replaced.
 version=$("$src" --version 2>&1) || die "$src does not run on this machine: $version"
+# The features it names: `pincer 0.1.0 (commit …, features: a, b)`.
+features=${version##*features: }
+has_feature() { [[ ", ${features%)}, " == *", $1, "* ]]; }
+# The kernel build (--no-default-features) has no daemon: refused before
+# anything is replaced.
+if [[ $service == 1 ]] && ! has_feature serve; then
+    die "--service: $src was built without the \`serve\` feature (the kernel has no pincer serve)"
+fi
 
 mkdir -p "$prefix/bin"
 dest=$prefix/bin/pincer
@@ -73,7 +81,11 @@ if [[ $service == 1 ]]; then
         "$dest" service install --user || die "pincer service install --user failed"
     fi
 fi
-echo "next: set OPENAI_API_KEY or ANTHROPIC_API_KEY (or a local server in the config), then: pincer doctor"
+if has_feature tls; then
+    echo "next: set OPENAI_API_KEY or ANTHROPIC_API_KEY (or a local server in the config), then: pincer doctor"
+else
+    echo "next: this build has no TLS: point it at a local server over http:// (OPENAI_BASE_URL or [providers] in the config), then: pincer doctor"
+fi
 case :$PATH: in
 *":$prefix/bin:"*) ;;
 *) echo "note: $prefix/bin is not on PATH" ;;

@@ -43,8 +43,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-/// The API version this client speaks.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub use crate::config::defaults::ANTHROPIC_VERSION;
 
 /// A client for the Anthropic Messages API.
 #[derive(Debug)]

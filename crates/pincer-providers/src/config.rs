@@ -64,6 +64,8 @@ pub mod defaults {
     /// not set.
     pub const OPENAI_MODEL: &str = "gpt-4o-mini";
     pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+    /// The Anthropic API version pincer speaks.
+    pub const ANTHROPIC_VERSION: &str = "2023-06-01";
     pub const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
     /// The local servers zero-config looks for: Ollama, then llama-server.
     pub const LOCAL_CANDIDATES: [&str; 2] =
@@ -174,6 +176,9 @@ pub fn check_base_url(url: &str) -> Result<String, String> {
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("is `{url}`, which names no host"));
+    }
+    if !crate::http::TLS && parsed.scheme() == "https" {
+        return Err(format!("is `{url}`, but {}", crate::http::NO_TLS));
     }
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(format!(
@@ -288,6 +293,20 @@ fn parse_one(
             src.path.parent().unwrap_or(Path::new(".")).join(s)
         }
     });
+    if rp.kind == ProviderKind::Anthropic && !cfg!(feature = "anthropic") {
+        return Err(src.invalid(span, &key("kind"), crate::NO_ANTHROPIC));
+    }
+    // Last, so that the table's other mistakes are named first.
+    if rp.base_url.is_none() && !crate::http::TLS && base_url.starts_with("https://") {
+        return Err(src.invalid(
+            span,
+            &key("base_url"),
+            format!(
+                "is not set, and this kind's default is `{base_url}`, but {}",
+                crate::http::NO_TLS
+            ),
+        ));
+    }
     Ok(ProviderConfig {
         name: name.to_string(),
         kind: rp.kind,
@@ -370,6 +389,43 @@ mod tests {
         );
     }
 
+    /// A build without TLS refuses an https:// base URL, set or defaulted,
+    /// at parse time: the field, the line and the missing feature are
+    /// named, and a plain http:// one is still fine.
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn without_tls_an_https_base_url_is_refused_by_name() {
+        check(
+            "[providers.x]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"https://api.openai.com/v1\"\n",
+            Err(&["config.toml:4", "providers.x.base_url", "`tls` feature"]),
+        );
+        check(
+            "[providers.c]\nkind = \"openai\"\nmodel = \"m\"\n",
+            Err(&[
+                "providers.c.base_url",
+                "is not set",
+                "api.openai.com",
+                "`tls` feature",
+            ]),
+        );
+        check(
+            "[providers.x]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n",
+            Ok(()),
+        );
+    }
+
+    /// Without the Anthropic client its kind is refused naming the field
+    /// and the feature, before any other mistake of the table.
+    #[cfg(not(feature = "anthropic"))]
+    #[test]
+    fn without_anthropic_its_kind_is_refused_by_name() {
+        check(
+            "[providers.c]\nkind = \"anthropic\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/\"\n",
+            Err(&["config.toml:1", "providers.c.kind", "`anthropic` feature"]),
+        );
+    }
+
+    #[cfg(all(feature = "tls", feature = "anthropic"))]
     #[test]
     fn providers_are_data() {
         let got = parse_section(

@@ -7,6 +7,7 @@ use crate::sse::{SseEvent, SseParser};
 use pincer_core::provider::ProviderError;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::ops::ControlFlow;
+#[cfg(feature = "tls")]
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -210,6 +211,37 @@ impl Endpoint {
     }
 }
 
+/// Whether this build speaks TLS (the `tls` feature): without it every
+/// client is plain `http://` only.
+pub const TLS: bool = cfg!(feature = "tls");
+
+/// Why an `https://` URL cannot be used by a build without the `tls`
+/// feature; the caller names the field or the tool.
+pub const NO_TLS: &str = "this pincer was built without the `tls` feature, so it speaks plain http:// only (a local llama-server or Ollama); use an http:// URL, or a build with TLS (the default build, or `--features tls`)";
+
+/// A reqwest client builder for `url`, ready for TLS when the URL is
+/// `https://` (see [`tls_config`]). Without the `tls` feature an
+/// `https://` URL is refused with [`NO_TLS`], never tried in plain text.
+pub fn client_builder(who: &str, url: &str) -> Result<reqwest::ClientBuilder, ProviderError> {
+    #[cfg(feature = "tls")]
+    {
+        Ok(reqwest::Client::builder().tls_backend_preconfigured(tls_config(who, url)?))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        if url
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            return Err(ProviderError::Config {
+                provider: who.to_string(),
+                message: format!("`{url}` is an https:// URL, but {NO_TLS}"),
+            });
+        }
+        Ok(reqwest::Client::builder())
+    }
+}
+
 /// The rustls settings for a client of `base_url`, built on the `ring`
 /// crypto provider (a much smaller build than the default `aws-lc-rs`) and
 /// handed to reqwest whole, so no process-wide default provider is set.
@@ -221,6 +253,7 @@ impl Endpoint {
 /// cheap on a Pi, and a box without `ca-certificates` can still talk to
 /// its local model. Such a client trusts no certificate, so a redirect
 /// from `http://` to `https://` fails with a certificate error.
+#[cfg(feature = "tls")]
 pub fn tls_config(provider: &str, base_url: &str) -> Result<rustls::ClientConfig, ProviderError> {
     let config_error = |message: String| ProviderError::Config {
         provider: provider.to_string(),
@@ -252,6 +285,7 @@ pub fn tls_config(provider: &str, base_url: &str) -> Result<rustls::ClientConfig
 
 /// The platform verifier, built once: on Linux it parses every system CA
 /// certificate, which is worth doing only once per process.
+#[cfg(feature = "tls")]
 fn system_verifier() -> Result<Arc<rustls_platform_verifier::Verifier>, String> {
     static VERIFIER: OnceLock<Result<Arc<rustls_platform_verifier::Verifier>, String>> =
         OnceLock::new();
@@ -274,8 +308,7 @@ pub(crate) fn client(
     base_url: &str,
     timeout: Duration,
 ) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config(provider, base_url)?)
+    client_builder(provider, base_url)?
         .user_agent(concat!("pincer/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(timeout)
         .read_timeout(timeout)
@@ -661,6 +694,24 @@ mod tests {
         assert_eq!(arguments_raw("[1]").get(), r#"{"_raw":"[1]"}"#);
     }
 
+    /// Without TLS an https:// URL is refused by name before any byte is
+    /// sent, never tried in plain text; http:// still works.
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn without_tls_https_is_refused_and_http_is_not() {
+        for url in ["https://api.openai.com/v1", "HTTPS://h/v1"] {
+            let e = client("p", url, Duration::from_secs(1)).unwrap_err();
+            let text = e.to_string();
+            assert!(matches!(e, ProviderError::Config { .. }), "{e:?}");
+            assert!(
+                text.contains(url) && text.contains("`tls` feature"),
+                "{text}"
+            );
+        }
+        client("p", "http://127.0.0.1:1", Duration::from_secs(1)).unwrap();
+    }
+
+    #[cfg(feature = "tls")]
     #[test]
     fn tls_uses_ring_and_reads_no_ca_store_for_plain_http() {
         let plain = tls_config("p", "http://127.0.0.1:8080/v1").unwrap();

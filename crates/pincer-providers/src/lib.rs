@@ -23,8 +23,12 @@
 //! `rustls-no-provider` plus a `ClientConfig` built here), a lighter build
 //! than reqwest's default `aws-lc-rs`, and no process-wide provider is
 //! installed. `https://` endpoints are verified against the system's CA
-//! store; `http://` endpoints (local models) never read it.
+//! store; `http://` endpoints (local models) never read it. All of that is
+//! the `tls` feature (on by default): without it, a client speaks plain
+//! `http://` only, and an `https://` base URL is refused at parse time
+//! naming the field and the missing feature ([`NO_TLS`]).
 
+#[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod config;
 mod http;
@@ -35,8 +39,11 @@ pub mod router;
 pub mod scripted;
 pub mod sse;
 
+#[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicProvider;
-pub use http::{parse_retry_after, tls_config};
+#[cfg(feature = "tls")]
+pub use http::tls_config;
+pub use http::{NO_TLS, TLS, client_builder, parse_retry_after};
 pub use openai::OpenAiProvider;
 pub use probe::{Check, ProbeReport, detect_local, probe, probe_anthropic};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};
@@ -44,6 +51,10 @@ pub use scripted::{ScriptTurn, ScriptedProvider};
 
 use crate::config::{ProviderConfig, ProviderKind};
 use pincer_core::provider::{Provider, ProviderError};
+
+/// Why `kind = "anthropic"` cannot be used by a build without the
+/// `anthropic` feature.
+pub const NO_ANTHROPIC: &str = "is `anthropic`, but this pincer was built without the `anthropic` feature (the Anthropic Messages API); use an OpenAI-compatible server (kind `openai`), or a build with it (the default build, or `--features anthropic`)";
 
 /// Builds the provider `cfg` describes. `api_key` is the value of the
 /// environment variable `cfg.api_key_env` names, read by the caller; it is
@@ -55,7 +66,16 @@ pub fn build(
 ) -> Result<Box<dyn Provider>, ProviderError> {
     Ok(match cfg.kind {
         ProviderKind::Openai => Box::new(OpenAiProvider::new(cfg, api_key)?),
+        #[cfg(feature = "anthropic")]
         ProviderKind::Anthropic => Box::new(AnthropicProvider::new(cfg, api_key)?),
+        #[cfg(not(feature = "anthropic"))]
+        ProviderKind::Anthropic => {
+            let _ = api_key;
+            return Err(ProviderError::Config {
+                provider: cfg.name.clone(),
+                message: format!("kind {NO_ANTHROPIC}"),
+            });
+        }
         ProviderKind::Scripted => {
             let path = cfg.script.as_ref().ok_or_else(|| ProviderError::Config {
                 provider: cfg.name.clone(),

@@ -124,10 +124,10 @@ pub async fn probe_anthropic(base_url: &str, api_key: &str, timeout: Duration) -
             };
         }
     };
-    let request = client
-        .get(&url)
-        .header("x-api-key", api_key)
-        .header("anthropic-version", crate::anthropic::ANTHROPIC_VERSION);
+    let request = client.get(&url).header("x-api-key", api_key).header(
+        "anthropic-version",
+        crate::config::defaults::ANTHROPIC_VERSION,
+    );
     let (mut check, _) = send(request, &url, timeout).await;
     if let Some(e) = &mut check.error {
         // A vendor may echo the key back.
@@ -139,8 +139,8 @@ pub async fn probe_anthropic(base_url: &str, api_key: &str, timeout: Duration) -
 }
 
 fn probe_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(http::tls_config("probe", base_url).map_err(|e| e.to_string())?)
+    http::client_builder("probe", base_url)
+        .map_err(|e| e.to_string())?
         .timeout(timeout)
         .build()
         .map_err(|e| http::error_chain(&e))

@@ -154,7 +154,12 @@ async fn openai_zero_config(env: &Env, window: usize) -> Result<ProviderChoice, 
         .unwrap_or_else(|| defaults::OPENAI_BASE_URL.into());
     let url =
         pincer_providers::config::check_base_url(&url).map_err(|reason| RuntimeError::BadEnv {
-            var: "OPENAI_BASE_URL",
+            // Unset, the URL is OpenAI's own (https, refused without TLS).
+            var: if env.openai_base_url.is_some() {
+                "OPENAI_BASE_URL"
+            } else {
+                "OPENAI_BASE_URL (unset, so OpenAI's own)"
+            },
             reason,
         })?;
     let mut probe = None;

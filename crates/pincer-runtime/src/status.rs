@@ -313,6 +313,9 @@ pub async fn report(home: &Home, settings: &Settings, env: &Env, depth: Depth) -
         errors.push(format!("the agent cannot start: {error}"));
     }
     let providers = providers(settings, env, depth, &mut errors).await;
+    if !pincer_providers::TLS {
+        warnings.push(format!("providers: {}", pincer_providers::NO_TLS));
+    }
     let workspace = workspace(home, settings, env, &mut errors, &mut warnings);
     let policy = policy(settings, env, &mut errors);
     deny_patterns(home, settings, env, &mut warnings);

@@ -489,10 +489,9 @@ async fn check(cfg: &WebFetchConfig, hosts: &StaticHosts, url: &Url) -> Result<T
 /// A client that connects only to `t`'s checked addresses, follows no
 /// redirect and uses no proxy.
 fn client(url: &Url, t: &Target, timeout: Duration) -> Result<reqwest::Client, ToolError> {
-    let tls = pincer_providers::tls_config("web_fetch", url.as_str())
-        .map_err(|e| respond(format!("web_fetch: {url}: {e}")))?;
-    let mut b = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
+    // Without the `tls` feature an https:// URL is refused here, saying so.
+    let mut b = pincer_providers::client_builder("web_fetch", url.as_str())
+        .map_err(|e| respond(format!("web_fetch: {url}: {e}")))?
         .user_agent(concat!(
             "pincer/",
             env!("CARGO_PKG_VERSION"),
@@ -658,6 +657,32 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().expect("ip")
+    }
+
+    /// A build without TLS (pincer-providers' `tls` feature, off when this
+    /// crate is tested alone) refuses an https:// page before connecting,
+    /// naming the feature; it never fetches it in plain text.
+    #[test]
+    fn without_tls_an_https_page_is_refused_by_name() {
+        if pincer_providers::TLS {
+            return;
+        }
+        let url = Url::parse("https://example.com/").expect("url");
+        let t = Target {
+            host: "example.com".into(),
+            addrs: vec![SocketAddr::new(ip("127.0.0.1"), 9)],
+            literal: false,
+        };
+        let e = format!(
+            "{:?}",
+            client(&url, &t, Duration::from_secs(1)).expect_err("refused")
+        );
+        assert!(
+            e.contains("https://example.com/") && e.contains("`tls` feature"),
+            "{e}"
+        );
+        let plain = Url::parse("http://example.com/").expect("url");
+        client(&plain, &t, Duration::from_secs(1)).expect("http:// is fine");
     }
 
     #[test]

@@ -16,11 +16,16 @@ fn build(ctx: &Ctx, depth: Depth) -> Result<Report> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Mutated by the front ends built in (none in the kernel).
+    #[allow(unused_mut)]
     let mut report = rt.block_on(status::report(&ctx.home, &ctx.settings, &ctx.env, depth));
     #[cfg(feature = "claude-code")]
     crate::hook_cmd::add_status(ctx, &mut report);
-    let (part, errors, warnings) = pincer_serve::status_part(&ctx.home);
-    report.add_front_end(part, errors, warnings);
+    #[cfg(feature = "serve")]
+    {
+        let (part, errors, warnings) = pincer_serve::status_part(&ctx.home);
+        report.add_front_end(part, errors, warnings);
+    }
     Ok(report)
 }
 

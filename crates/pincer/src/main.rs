@@ -6,6 +6,7 @@
 mod agent_cmd;
 mod approvals_cmd;
 mod audit_cmd;
+#[cfg(feature = "serve")]
 mod cron_cmd;
 mod demo;
 mod doctor;
@@ -21,7 +22,9 @@ mod membench_cmd;
 mod memory_cmd;
 mod policy_cmd;
 mod sandbox_cmd;
+#[cfg(feature = "serve")]
 mod serve_cmd;
+#[cfg(feature = "serve")]
 mod service_cmd;
 mod session_cmd;
 
@@ -37,6 +40,7 @@ use std::process::ExitCode;
 /// A new feature gets a line here; the tests check the list against the
 /// features cargo built.
 const FEATURES: &[(&str, bool)] = &[
+    ("anthropic", cfg!(feature = "anthropic")),
     ("camera", cfg!(feature = "camera")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("completions", cfg!(feature = "completions")),
@@ -46,7 +50,9 @@ const FEATURES: &[(&str, bool)] = &[
     ("html", cfg!(feature = "html")),
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
+    ("serve", cfg!(feature = "serve")),
     ("telegram", cfg!(feature = "telegram")),
+    ("tls", cfg!(feature = "tls")),
 ];
 
 /// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.
@@ -183,13 +189,16 @@ enum Command {
     /// The daemon: runs what config.toml enables (chat channels, cron jobs,
     /// the heartbeat, the gateway) over one runtime until SIGTERM; SIGHUP
     /// reloads the config. `pincer status` shows how each service is.
+    #[cfg(feature = "serve")]
     Serve,
     /// The systemd unit for `pincer serve` (contrib/systemd/pincer.service
     /// made for this binary and PINCER_HOME): install, uninstall, status.
+    #[cfg(feature = "serve")]
     #[command(subcommand)]
     Service(service_cmd::ServiceCmd),
     /// Jobs that run an agent prompt on a schedule (run by `pincer serve`):
     /// add, list, remove, run.
+    #[cfg(feature = "serve")]
     #[command(subcommand)]
     Cron(cron_cmd::CronCmd),
     /// Shell completions, generated from this command line's definition.
@@ -263,7 +272,9 @@ pub fn front_end_sections() -> Vec<FrontEndSection> {
         pincer_claude_code::SECTION,
         #[cfg(any(feature = "telegram", feature = "discord", feature = "camera"))]
         pincer_channels::SECTION,
+        #[cfg(feature = "serve")]
         pincer_serve::config::SERVE_SECTION,
+        #[cfg(feature = "serve")]
         pincer_serve::config::HEARTBEAT_SECTION,
         #[cfg(feature = "gateway")]
         pincer_gateway::config::SECTION,
@@ -414,8 +425,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Exec(args) => sandbox_cmd::exec(&load_ctx(cli.home)?, args),
         Command::Sandbox(cmd) => sandbox_cmd::run(&load_ctx(cli.home)?, cmd),
         Command::Hw(cmd) => hw_cmd::run(&load_ctx(cli.home)?, cmd),
+        #[cfg(feature = "serve")]
         Command::Serve => serve_cmd::run(&load_ctx(cli.home)?),
+        #[cfg(feature = "serve")]
         Command::Cron(cmd) => cron_cmd::run(&load_ctx(cli.home)?, cmd),
+        #[cfg(feature = "serve")]
         Command::Service(cmd) => service_cmd::run(
             Home::new(match cli.home {
                 Some(h) => h,

@@ -46,11 +46,28 @@ async fn bad_configurations_are_named_errors() {
 #[tokio::test]
 async fn a_key_that_cannot_be_a_header_is_a_config_error_without_the_key() {
     let mock = Mock::start().await;
-    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+    let kinds = [
+        ProviderKind::Openai,
+        #[cfg(feature = "anthropic")]
+        ProviderKind::Anthropic,
+    ];
+    for kind in kinds.iter().copied() {
         let cfg = mock.config(kind, "cloud", "/v1");
         let e = config_error(build(&cfg, Some("sk-SECRET\u{7f}bad".into())));
         assert!(e.contains("API key") && !e.contains("SECRET"), "{e}");
     }
+    assert!(mock.requests().is_empty());
+}
+
+/// Without the Anthropic client, a config that names it (built by hand,
+/// past the parser) is refused by name and nothing is sent.
+#[cfg(not(feature = "anthropic"))]
+#[tokio::test]
+async fn without_anthropic_its_kind_is_refused_by_name() {
+    let mock = Mock::start().await;
+    let cfg = mock.config(ProviderKind::Anthropic, "claude", "");
+    let e = config_error(build(&cfg, Some("sk-ant-test-key".into())));
+    assert!(e.contains("`anthropic` feature"), "{e}");
     assert!(mock.requests().is_empty());
 }
 

@@ -2,6 +2,7 @@
 //! an in-process mock vendor server (see `mock`).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+#[cfg(feature = "anthropic")]
 mod anthropic;
 mod build;
 mod invariants;

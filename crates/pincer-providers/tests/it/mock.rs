@@ -274,6 +274,8 @@ pub fn data_events(events: &[Value]) -> String {
 
 /// An SSE body of named events (Anthropic style): `event: <type>` + data,
 /// lines ending in `\r\n` to exercise that path over the wire.
+// Anthropic's wire format only.
+#[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
 pub fn named_events(events: &[Value]) -> String {
     let mut out = String::new();
     for e in events {

@@ -2,12 +2,16 @@
 //! vendor server: sent as image content when the provider is configured
 //! with `vision = true`, left out with a note the model sees when not.
 
-use crate::mock::{Mock, Reply, data_events, named_events};
+#[cfg(feature = "anthropic")]
+use crate::mock::named_events;
+use crate::mock::{Mock, Reply, data_events};
 use pincer_core::Message;
 use pincer_core::message::Image;
 use pincer_core::provider::{ChatRequest, Provider};
+#[cfg(feature = "anthropic")]
+use pincer_providers::AnthropicProvider;
+use pincer_providers::OpenAiProvider;
 use pincer_providers::config::ProviderKind;
-use pincer_providers::{AnthropicProvider, OpenAiProvider};
 use serde_json::json;
 
 /// A 1×1 PNG.
@@ -40,6 +44,7 @@ fn openai_stream() -> String {
     ]) + "data: [DONE]\n\n"
 }
 
+#[cfg(feature = "anthropic")]
 fn anthropic_stream() -> String {
     named_events(&[
         json!({"type": "message_start", "message": {"id": "m", "model": "claude-test", "usage": {"input_tokens": 5, "output_tokens": 0}}}),
@@ -90,6 +95,7 @@ async fn openai_without_vision_says_the_image_was_left_out() {
     assert!(!body.to_string().contains(PNG), "no image bytes are sent");
 }
 
+#[cfg(feature = "anthropic")]
 #[tokio::test]
 async fn anthropic_sends_an_image_block_before_the_text() {
     let mock = Mock::start().await;
@@ -111,6 +117,7 @@ async fn anthropic_sends_an_image_block_before_the_text() {
     mock.assert_protocol_invariants();
 }
 
+#[cfg(feature = "anthropic")]
 #[tokio::test]
 async fn anthropic_without_vision_says_the_image_was_left_out() {
     let mock = Mock::start().await;

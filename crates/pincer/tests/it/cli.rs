@@ -150,6 +150,7 @@ fn version_names_the_commit_and_the_features() {
     let named: Vec<&str> = named.split(", ").filter(|f| *f != "none").collect();
     // Exactly the features cargo built this package with, in order.
     let built: Vec<&str> = [
+        ("anthropic", cfg!(feature = "anthropic")),
         ("camera", cfg!(feature = "camera")),
         ("claude-code", cfg!(feature = "claude-code")),
         ("completions", cfg!(feature = "completions")),
@@ -159,7 +160,9 @@ fn version_names_the_commit_and_the_features() {
         ("html", cfg!(feature = "html")),
         ("membench", cfg!(feature = "membench")),
         ("mcp", cfg!(feature = "mcp")),
+        ("serve", cfg!(feature = "serve")),
         ("telegram", cfg!(feature = "telegram")),
+        ("tls", cfg!(feature = "tls")),
     ]
     .into_iter()
     .filter(|(_, on)| *on)
@@ -218,5 +221,59 @@ fn a_closed_stdout_is_not_a_panic() {
         matches!(out.status.code(), Some(0) | Some(141)),
         "{:?}",
         out.status
+    );
+}
+
+/// Without the `serve` feature the daemon, its cron jobs and its systemd
+/// unit are not in
+/// the binary: refused by name, not run as something else.
+#[cfg(not(feature = "serve"))]
+#[test]
+fn without_serve_there_is_no_daemon() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for cmd in [&["serve"][..], &["cron", "list"], &["service", "status"]] {
+        let err = fails(pincer(tmp.path(), cmd, ""));
+        assert!(err.contains("unrecognized subcommand"), "{err}");
+    }
+}
+
+/// The kernel without TLS talks plain http:// only: an https:// provider
+/// is refused at start-up naming the field and the missing feature (never
+/// tried in plain text), a zero-config cloud key is refused the same way,
+/// and doctor says what this build lacks.
+#[cfg(not(feature = "tls"))]
+#[test]
+fn without_tls_an_https_provider_is_refused_by_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[providers.cloud]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"https://llm.example.invalid/v1\"\n",
+    )
+    .expect("write config");
+    let err = crate::fails(crate::pincer_env(tmp.path(), &["agent", "-m", "hi"], &[]));
+    assert!(
+        err.contains("providers.cloud.base_url") && err.contains("`tls` feature"),
+        "{err}"
+    );
+    std::fs::remove_file(&config).expect("rm config");
+    let err = crate::fails(crate::pincer_env(
+        tmp.path(),
+        &["agent", "-m", "hi"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-key")],
+    ));
+    let refused = if cfg!(feature = "anthropic") {
+        err.contains("base_url is `https://") && err.contains("`tls` feature")
+    } else {
+        err.contains("kind is `anthropic`") && err.contains("`anthropic` feature")
+    };
+    assert!(refused, "{err}");
+    let out = crate::pincer_env(tmp.path(), &["doctor", "--json"], &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor json");
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("without the `tls` feature"),
+        "{doc}"
     );
 }

@@ -3,7 +3,9 @@
 
 mod agent;
 mod audit;
+#[cfg(feature = "serve")]
 mod botapi;
+#[cfg(feature = "serve")]
 mod camera;
 #[cfg(feature = "claude-code")]
 mod claude_code;
@@ -21,9 +23,11 @@ mod membench;
 mod memory;
 mod policy;
 mod sandbox;
+#[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "gateway")]
 mod serve_gateway;
+#[cfg(feature = "serve")]
 mod service;
 mod session;
 mod tidy;
