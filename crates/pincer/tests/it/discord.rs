@@ -12,7 +12,7 @@ use crate::discordapi::{BOT_ID, FakeDiscord, Fault, TOKEN};
 use crate::json;
 use crate::serve::{Daemon, cmd, kinds, trail, wait_for};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,29 +23,16 @@ const STRANGER: &str = "100000000000000333";
 const DM: &str = "900000000000000001";
 const GUILD: &str = "900000000000000002";
 
-struct Fx {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-}
-
-fn fixture(dc: &FakeDiscord, script: &str, provider_extra: &str) -> Fx {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"supervised\"\napproval_timeout_secs = 30\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n{provider_extra}\n\
-             [channels.discord]\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
-             allow_users = [\"{OWNER}\", \"{FRIEND}\"]\napprovers = [\"{OWNER}\"]\n\n\
-             [serve]\ndrain_secs = 5\n",
+fn fixture(dc: &FakeDiscord, script: &str, provider_extra: &str) -> crate::ServeHome {
+    crate::serve_home(
+        script,
+        provider_extra,
+        &format!(
+            "[channels.discord]\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
+             allow_users = [\"{OWNER}\", \"{FRIEND}\"]\napprovers = [\"{OWNER}\"]\n",
             dc.api
         ),
     )
-    .expect("config");
-    Fx { _tmp: tmp, home }
 }
 
 fn dc_cmd(home: &Path, args: &[&str]) -> Command {

@@ -18,6 +18,7 @@ mod escape;
 #[cfg(feature = "gateway")]
 mod gateway;
 mod hw;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod membench;
 mod memory;
@@ -37,6 +38,35 @@ mod web;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+/// A home for a `pincer serve` test in a temporary directory: the scripted
+/// model `s` reading `script` (with `provider_extra` lines in its table),
+/// supervised with a 30 s approval timeout, a 5 s drain, and the services'
+/// `tables` after `[serve]`.
+#[cfg(feature = "serve")]
+#[derive(Debug)]
+pub struct ServeHome {
+    _tmp: tempfile::TempDir,
+    pub home: std::path::PathBuf,
+}
+
+#[cfg(feature = "serve")]
+pub fn serve_home(script: &str, provider_extra: &str, tables: &str) -> ServeHome {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(home.join("script.json"), script).expect("script");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[policy]\nautonomy = \"supervised\"\napproval_timeout_secs = 30\n\n\
+             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n{provider_extra}\n\
+             [serve]\ndrain_secs = 5\n\n{tables}"
+        ),
+    )
+    .expect("config");
+    ServeHome { _tmp: tmp, home }
+}
 
 /// Runs `pincer ARGS` with `PINCER_HOME=home`, feeding `stdin`.
 pub fn pincer(home: &Path, args: &[&str], stdin: &str) -> Output {

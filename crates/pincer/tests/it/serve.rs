@@ -20,29 +20,16 @@ const OWNER: i64 = 111;
 const FRIEND: i64 = 222;
 const STRANGER: i64 = 333;
 
-struct Fx {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-}
-
-fn fixture(tg: &FakeTg, script: &str, extra: &str) -> Fx {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"supervised\"\napproval_timeout_secs = 30\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n\n\
-             [channels.telegram]\ntoken_env = \"TG_TOKEN\"\napi_base = \"{}\"\n\
-             allow_users = [{OWNER}, {FRIEND}]\napprovers = [{OWNER}]\npoll_timeout_secs = 2\n\n\
-             [serve]\ndrain_secs = 5\n{extra}",
+fn fixture(tg: &FakeTg, script: &str, extra: &str) -> crate::ServeHome {
+    crate::serve_home(
+        script,
+        "",
+        &format!(
+            "[channels.telegram]\ntoken_env = \"TG_TOKEN\"\napi_base = \"{}\"\n\
+             allow_users = [{OWNER}, {FRIEND}]\napprovers = [{OWNER}]\npoll_timeout_secs = 2\n{extra}",
             tg.base
         ),
     )
-    .expect("config");
-    Fx { _tmp: tmp, home }
 }
 
 pub(crate) fn cmd(home: &Path, args: &[&str]) -> Command {

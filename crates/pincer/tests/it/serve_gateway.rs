@@ -13,31 +13,13 @@ use crate::{json, ok};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-struct Fx {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-}
-
-fn fixture(script: &str, gateway: &str) -> Fx {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"supervised\"\napproval_timeout_secs = 30\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n\n\
-             [serve]\ndrain_secs = 5\n\n[gateway]\n{gateway}"
-        ),
-    )
-    .expect("config");
-    Fx { _tmp: tmp, home }
+fn fixture(script: &str, gateway: &str) -> crate::ServeHome {
+    crate::serve_home(script, "", &format!("[gateway]\n{gateway}"))
 }
 
 /// `pincer serve` with its stdout read line by line.
