@@ -126,7 +126,7 @@ pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
         opts.allow_public = args.allow_public;
         opts.origins = args.origin.clone();
         let gw = Gateway::new(runtime, opts)?;
-        announce(&gw, &ctx.home, addr)?;
+        announce(&gw, &ctx.home, addr, true)?;
         gw.serve(listener, shutdown_signal())
             .await
             .context("the gateway stopped")?;
@@ -138,8 +138,17 @@ pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Prints the address and the pairing code as `pincer gateway` does.
-fn announce(gw: &Gateway, home: &pincer_core::home::Home, addr: SocketAddr) -> Result<()> {
+/// Prints the address, and with `code` a fresh approver pairing code, as
+/// `pincer gateway` does on its owner's terminal. Under `pincer serve`
+/// stdout is the journal, which other people may read (the `adm` group, a
+/// log shipper): there no code is printed, and `pincer pair` gives one to
+/// whoever runs it.
+fn announce(
+    gw: &Gateway,
+    home: &pincer_core::home::Home,
+    addr: SocketAddr,
+    code: bool,
+) -> Result<()> {
     if gw.key_generated() {
         eprintln!(
             "generated the agent's signing key in {} (public key {})",
@@ -147,14 +156,21 @@ fn announce(gw: &Gateway, home: &pincer_core::home::Home, addr: SocketAddr) -> R
             gw.public_key()
         );
     }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "pincer gateway on http://{addr} (web UI, /api, /ws)")?;
+    if !code {
+        writeln!(
+            out,
+            "  pair a device with `pincer pair` (`--approver` for one that answers approvals)"
+        )?;
+        out.flush()?;
+        return Ok(());
+    }
     let code = gw.startup_code()?;
     let (line, note) = code_lines(&code);
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "pincer gateway on http://{addr} (web UI, /api, /ws)")?;
-        writeln!(out, "{line}")?;
-        out.flush()?;
-    }
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    drop(out);
     eprintln!("{note}");
     Ok(())
 }
@@ -194,7 +210,7 @@ async fn run_service(
         Box::new(turns.enter())
     })));
     let gw = Gateway::new(ctx.runtime.clone(), opts).map_err(|e| fail(&e))?;
-    announce(&gw, ctx.runtime.home(), addr).map_err(|e| fail(&format!("{e:#}")))?;
+    announce(&gw, ctx.runtime.home(), addr, false).map_err(|e| fail(&format!("{e:#}")))?;
     ctx.status.running(format!("on http://{addr}"));
     let mut shutdown = ctx.shutdown.clone();
     gw.serve(listener, async move { shutdown.wait().await })

@@ -47,26 +47,27 @@ impl Serve {
         Serve { child, lines }
     }
 
-    /// The `n`th (from 0) gateway start: its address and pairing code.
-    fn gateway(&self, n: usize) -> (String, String) {
+    /// The `n`th (from 0) gateway start's address. No pairing code is
+    /// printed under `pincer serve` (its stdout is the journal).
+    fn gateway(&self, n: usize) -> String {
         let found = std::cell::RefCell::new(None);
-        wait_for(60, "the gateway's pairing code", || {
+        wait_for(60, "the gateway's address", || {
             let lines = self.lines.lock().unwrap();
+            assert!(
+                !lines.iter().any(|l| l.starts_with("pairing code")),
+                "a pairing code in the daemon's output: {lines:?}"
+            );
             let addrs: Vec<&String> = lines
                 .iter()
                 .filter(|l| l.starts_with("pincer gateway on http://"))
                 .collect();
-            let codes: Vec<&String> = lines
-                .iter()
-                .filter(|l| l.starts_with("pairing code: "))
-                .collect();
-            if let (Some(a), Some(c)) = (addrs.get(n), codes.get(n)) {
+            if let Some(a) = addrs.get(n) {
                 let addr = a["pincer gateway on http://".len()..]
                     .split(' ')
                     .next()
                     .unwrap()
                     .to_string();
-                *found.borrow_mut() = Some((addr, c["pairing code: ".len()..].trim().to_string()));
+                *found.borrow_mut() = Some(addr);
             }
             found.borrow().is_some()
         });
@@ -117,6 +118,20 @@ fn service(home: &Path, name: &str) -> Value {
         .and_then(|s| s["detail"]["state"]["services"].as_array())
         .and_then(|l| l.iter().find(|s| s["name"] == name).cloned())
         .unwrap_or(Value::Null)
+}
+
+/// A code from `pincer pair` (`--approver` with `approver`) beside the daemon.
+fn pair_code(home: &Path, approver: bool) -> String {
+    let args: &[&str] = if approver {
+        &["pair", "--approver"]
+    } else {
+        &["pair"]
+    };
+    let out = ok(cmd(home, args).output().expect("pair"));
+    out.trim()
+        .strip_prefix("pairing code: ")
+        .expect("code line")
+        .to_string()
 }
 
 fn pair(addr: &str, code: &str) -> String {
@@ -238,7 +253,8 @@ const PHASE4: &str = r#"{"turns": [
 fn serve_hosts_the_gateway_beside_cron_and_drains_it() {
     let fx = fixture(PHASE1, "bind = \"127.0.0.1:0\"\n");
     let d = Serve::start(&fx.home);
-    let (addr, code) = d.gateway(0);
+    let addr = d.gateway(0);
+    let code = pair_code(&fx.home, true);
     assert!(code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()));
     wait_for(30, "the gateway running in the status", || {
         service(&fx.home, "gateway")["state"] == "running"
@@ -254,13 +270,7 @@ fn serve_hosts_the_gateway_beside_cron_and_drains_it() {
     assert_eq!(http(&addr, "GET", "/api/status", None, "").0, 401);
     let approver = pair(&addr, &code);
     // `pincer pair` beside the daemon: a chat-role code it accepts.
-    let out = ok(cmd(&fx.home, &["pair"]).output().expect("pair"));
-    let chat_code = out
-        .trim()
-        .strip_prefix("pairing code: ")
-        .expect("code line")
-        .to_string();
-    let chatter = pair(&addr, &chat_code);
+    let chatter = pair(&addr, &pair_code(&fx.home, false));
 
     // A chat over HTTP.
     let (st, body) = http(
@@ -337,7 +347,7 @@ fn serve_hosts_the_gateway_beside_cron_and_drains_it() {
     let (op, p) = ws.recv();
     assert_eq!(op, 8, "a close frame");
     assert_eq!(u16::from_be_bytes([p[0], p[1]]), 1001, "going away");
-    let (addr, _) = d.gateway(1);
+    let addr = d.gateway(1);
     let (st, body) = http(
         &addr,
         "POST",
@@ -395,7 +405,7 @@ fn serve_hosts_the_gateway_beside_cron_and_drains_it() {
     .expect("supervised");
     std::fs::write(fx.home.join("script.json"), PHASE3).expect("script 3");
     d.signal(rustix::process::Signal::HUP);
-    let (addr, _) = d.gateway(2);
+    let addr = d.gateway(2);
     let mut ws = Ws::connect(&addr, &chatter);
     ws.send(r#"{"type": "turn", "session": "cut", "text": "read the sensor"}"#);
     ws.events_until(|v| v["event"] == "approval_needed");
@@ -474,9 +484,9 @@ fn a_port_in_use_fails_the_gateway_alone() {
         .output()
         .expect("cron remove"));
     drop(squatter);
-    let (addr, code) = d.gateway(0);
+    let addr = d.gateway(0);
     assert!(addr.ends_with(&format!(":{port}")), "{addr}");
-    pair(&addr, &code);
+    pair(&addr, &pair_code(&fx.home, false));
     wait_for(30, "the gateway running", || {
         service(&fx.home, "gateway")["state"] == "running"
     });
