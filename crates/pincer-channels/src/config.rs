@@ -300,20 +300,33 @@ fn snowflakes(
 fn discord(src: &Source<'_>, d: Spanned<RawDiscord>) -> Result<DiscordConfig, ConfigError> {
     let span = d.span();
     let raw = d.into_inner();
+    let api_base = base_url(src, "channels.discord.api_base", raw.api_base, DISCORD_API)?;
     let gateway_url = match raw.gateway_url {
         None => None,
         Some(v) => {
             let url = v.get_ref();
-            let parsed = reqwest::Url::parse(url).ok().filter(|u| {
+            let Some(parsed) = reqwest::Url::parse(url).ok().filter(|u| {
                 matches!(u.scheme(), "ws" | "wss")
                     && u.host_str().is_some_and(|h| !h.is_empty())
                     && u.fragment().is_none()
-            });
-            if parsed.is_none() {
+            }) else {
                 return Err(src.invalid(
                     v.span(),
                     "channels.discord.gateway_url",
                     format!("is `{url}`; it must be a ws:// or wss:// URL, like wss://gateway.discord.gg"),
+                ));
+            };
+            // The Identify carries the bot token: in plain text only to this
+            // machine, or beside a REST API that is plain HTTP already.
+            if parsed.scheme() == "ws" && !is_loopback(&parsed) && !api_base.starts_with("http://")
+            {
+                return Err(src.invalid(
+                    v.span(),
+                    "channels.discord.gateway_url",
+                    format!(
+                        "is `{url}`: ws:// would send the bot token unencrypted; use wss:// \
+                         (plain ws:// is for a server on this machine)"
+                    ),
                 ));
             }
             Some(url.trim_end_matches('/').to_string())
@@ -321,11 +334,23 @@ fn discord(src: &Source<'_>, d: Spanned<RawDiscord>) -> Result<DiscordConfig, Co
     };
     Ok(DiscordConfig {
         token_env: token_env(src, "channels.discord.token_env", span, raw.token_env)?,
-        api_base: base_url(src, "channels.discord.api_base", raw.api_base, DISCORD_API)?,
+        api_base,
         gateway_url,
         allow_users: snowflakes(src, "channels.discord.allow_users", raw.allow_users)?,
         approvers: snowflakes(src, "channels.discord.approvers", raw.approvers)?,
     })
+}
+
+/// Whether `url` names this machine (localhost, 127.0.0.0/8, ::1).
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A camera id: what its session is named by.
@@ -539,6 +564,14 @@ mod tests {
             &[SECTION],
         )
         .expect("a ws:// gateway for a local server");
+        check(
+            &format!("[channels.discord]\n{ok}gateway_url = \"ws://gateway.discord.gg\"\n"),
+            &[
+                "config.toml:3",
+                "channels.discord.gateway_url",
+                "unencrypted",
+            ],
+        );
     }
 
     #[test]

@@ -24,7 +24,12 @@
 //!   intents): fatal, returned to the supervisor, which retries with its
 //!   backoff — never a tight loop;
 //! - [`FLAPS`] connections in a row that end before READY or RESUMED:
-//!   returned to the supervisor too.
+//!   returned to the supervisor too;
+//! - a connection that ends within [`STABLE`] of its start, ready or not,
+//!   makes the next one wait longer (250 ms, doubling, at most
+//!   [`MAX_PAUSE`]): a server that sends READY and closes at once, over and
+//!   over, gets no hot loop of handshakes and Identifies (Discord resets a
+//!   bot's token after 1 000 Identifies in a day).
 //!
 //! A frame that is not the gateway's JSON is logged and skipped; it never
 //! ends the connection.
@@ -48,6 +53,11 @@ pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
 /// Connections in a row that end before the session is ready, before the
 /// gateway gives up to the supervisor's backoff.
 pub const FLAPS: u32 = 3;
+/// How long a connection must last before the next reconnect may be
+/// immediate.
+pub const STABLE: Duration = Duration::from_secs(30);
+/// The longest pause between two short-lived connections.
+pub const MAX_PAUSE: Duration = Duration::from_secs(60);
 /// The largest frame or message accepted from the gateway.
 pub const MAX_FRAME: usize = 4 << 20;
 const CONNECT: Duration = Duration::from_secs(15);
@@ -198,8 +208,10 @@ impl Gateway {
         on: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), GatewayError> {
         let mut flaps = 0u32;
+        let mut quick = 0u32;
         loop {
             let mut ready = false;
+            let started = Instant::now();
             let end = tokio::select! {
                 e = self.connection(&mut ready, on) => e,
                 _ = shutdown.wait() => End::Shutdown,
@@ -210,6 +222,11 @@ impl Gateway {
                 End::Again { why, resume, wait } => (why, resume, wait),
             };
             flaps = if ready { 0 } else { flaps + 1 };
+            quick = if ready && started.elapsed() >= STABLE {
+                0
+            } else {
+                quick.saturating_add(1)
+            };
             if flaps >= FLAPS {
                 return Err(GatewayError::Unstable(why));
             }
@@ -222,7 +239,7 @@ impl Gateway {
                 why,
                 resume: self.session.is_some(),
             });
-            let pause = wait + Duration::from_millis(250) * flaps;
+            let pause = wait + backoff(quick);
             if !pause.is_zero() {
                 tokio::select! {
                     _ = tokio::time::sleep(pause) => {}
@@ -519,9 +536,29 @@ impl Gateway {
     }
 }
 
+/// The pause before the next connection after `quick` short-lived ones in a
+/// row: none after a stable one, then 250 ms doubling up to [`MAX_PAUSE`].
+fn backoff(quick: u32) -> Duration {
+    if quick == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis(250)
+        .saturating_mul(1u32 << (quick - 1).min(10))
+        .min(MAX_PAUSE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_lived_connections_back_off_and_a_stable_one_resets() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(1), Duration::from_millis(250));
+        assert_eq!(backoff(3), Duration::from_secs(1));
+        assert_eq!(backoff(9), MAX_PAUSE);
+        assert_eq!(backoff(u32::MAX), MAX_PAUSE);
+    }
 
     #[test]
     fn close_codes_decide_what_follows() {

@@ -19,6 +19,8 @@ pub const RATE_LIMIT_TRIES: u32 = 4;
 /// The longest single wait a 429 may ask for before the call gives up.
 pub const RATE_LIMIT_MAX: Duration = Duration::from_secs(60);
 const CALL: Duration = Duration::from_secs(30);
+/// The largest REST answer read (a message object is a few KiB).
+const MAX_BODY: usize = 1 << 20;
 
 /// What a call's failure means for the caller.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -124,12 +126,22 @@ impl Rest {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            let bytes = resp
-                .bytes()
+            let mut resp = resp;
+            let mut bytes = Vec::new();
+            while let Some(chunk) = resp
+                .chunk()
                 .await
-                .map_err(|e| RestError::Transport(scrub(chain(&e))))?;
+                .map_err(|e| RestError::Transport(scrub(chain(&e))))?
+            {
+                bytes.extend_from_slice(&chunk);
+                if bytes.len() > MAX_BODY {
+                    return Err(RestError::Protocol(format!(
+                        "the answer to {route} is over {MAX_BODY} bytes"
+                    )));
+                }
+            }
             match status {
-                200..=299 => return Ok(bytes.to_vec()),
+                200..=299 => return Ok(bytes),
                 429 => {
                     let wait = retry_after(&bytes, header.as_deref());
                     if tries >= RATE_LIMIT_TRIES || wait > RATE_LIMIT_MAX {
