@@ -282,6 +282,7 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             }
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
+            safe_to_write(&dir, &path)?;
             pincer_core::fsutil::write_atomic(&path, unit.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             // systemd reads it as root, a person may read it too: 0644 as
@@ -363,6 +364,36 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Root writes a unit only into a directory nobody else can change: in one
+/// that another user may write (a `--unit-dir`, a `--user` under sudo with
+/// that user's HOME), a planted `pincer.service.tmp` or `pincer.service`
+/// symlink would have root overwrite the file it points at. Anyone refuses
+/// a unit path that is a symlink.
+fn safe_to_write(dir: &std::path::Path, path: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && meta.file_type().is_symlink()
+    {
+        bail!(
+            "{} is a symbolic link; pincer will not write a unit through one (remove it first)",
+            path.display()
+        );
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        bail!(
+            "{} is owned by uid {} with mode {:04o}: as root, pincer writes a unit only into a directory only root can change",
+            dir.display(),
+            meta.uid(),
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

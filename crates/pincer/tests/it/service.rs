@@ -181,3 +181,35 @@ fn the_unit_for_an_awkward_path_verifies() {
         "a single % went unnoticed: {err}"
     );
 }
+
+/// A planted symlink at the unit's path, or (as root) a unit directory
+/// others may write, is refused, and the file a link points at is untouched.
+#[test]
+fn a_planted_symlink_or_a_shared_directory_is_refused() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let home = tmp.path().join("home");
+    let units = tmp.path().join("units");
+    std::fs::create_dir_all(&units).expect("units");
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    std::os::unix::fs::symlink(&victim, units.join("pincer.service")).expect("link");
+    let dir = units.to_str().expect("utf8");
+    let err = fails(install(&home, &["--user", "--unit-dir", dir, "--force"]));
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious\n"
+    );
+
+    if rustix::process::geteuid().is_root() {
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir_all(&shared).expect("shared");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = fails(install(
+            &home,
+            &["--user", "--unit-dir", shared.to_str().expect("utf8")],
+        ));
+        assert!(err.contains("only root can change"), "{err}");
+        assert!(!shared.join("pincer.service").exists());
+    }
+}
