@@ -99,7 +99,18 @@ impl Rest {
         body: Option<&Value>,
     ) -> Result<Vec<u8>, RestError> {
         let url = format!("{}{path}", self.base);
-        let scrub = |s: String| self.token.scrub(&s);
+        // Errors name the route's template, not its path: an interaction's
+        // path holds its token, which lets anyone post as the app for
+        // 15 minutes; the bot token is scrubbed wherever it shows.
+        let template = route.split_once(' ').map_or(route, |(_, p)| p);
+        let scrub = |s: String| {
+            let s = self.token.scrub(&s);
+            if path.is_empty() {
+                s
+            } else {
+                s.replace(path, template)
+            }
+        };
         let mut tries = 0;
         loop {
             tries += 1;
