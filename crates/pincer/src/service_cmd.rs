@@ -266,6 +266,12 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             }
             let dir = unit_dir(&at)?;
             let path = dir.join(UNIT_NAME);
+            // A system unit, for real (as root, or into the machine's own
+            // directory); a person's `--unit-dir` (a packaging root) is
+            // theirs to judge.
+            if !at.user && (at.unit_dir.is_none() || rustix::process::geteuid().is_root()) {
+                system_unit_is_safe(&exe, run_as.as_deref(), force)?;
+            }
             match std::fs::read_to_string(&path) {
                 Ok(old) if old == unit => {
                     println!("{} is already this unit; unchanged", path.display());
@@ -364,6 +370,40 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A system unit starts its binary at every boot as the user holding the
+/// API keys: a binary (or a directory above it) that another user can
+/// replace would run their code as that user, so it is refused, as is
+/// running the daemon as root, unless `--force` says it is meant.
+fn system_unit_is_safe(exe: &std::path::Path, run_as: Option<&str>, force: bool) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if force {
+        return Ok(());
+    }
+    if matches!(run_as, Some("root" | "0")) {
+        bail!(
+            "--run-as root runs the agent with every power on this machine; pass --force if that is meant"
+        );
+    }
+    let exe = exe
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", exe.display()))?;
+    for p in exe.ancestors() {
+        let meta = std::fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+        // A sticky directory (/tmp) lets nobody replace what others own.
+        let sticky = meta.is_dir() && meta.mode() & 0o1000 != 0;
+        if meta.uid() != 0 || (meta.mode() & 0o022 != 0 && !sticky) {
+            bail!(
+                "{} (uid {}, mode {:04o}) can be changed by someone other than root, and the unit would run {} at every boot; install pincer where only root can write (scripts/install.sh puts it in /usr/local/bin), or pass --force",
+                p.display(),
+                meta.uid(),
+                meta.mode() & 0o7777,
+                exe.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Root writes a unit only into a directory nobody else can change: in one

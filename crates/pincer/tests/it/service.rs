@@ -213,3 +213,45 @@ fn a_planted_symlink_or_a_shared_directory_is_refused() {
         assert!(!shared.join("pincer.service").exists());
     }
 }
+
+/// As root, a system unit for a binary another user could replace, or one
+/// that runs the agent as root, is refused unless `--force` says it is meant.
+#[test]
+fn a_system_unit_for_a_replaceable_binary_or_root_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        println!("SKIPPED: the system-unit checks apply to root");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let open_dir = tmp.path().join("anyone-writes");
+    std::fs::create_dir_all(&open_dir).expect("dir");
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let exe = open_dir.join("pincer");
+    std::fs::copy(env!("CARGO_BIN_EXE_pincer"), &exe).expect("copy the binary");
+    let units = tmp.path().join("units");
+    let run = |bin: &Path, extra: &[&str]| {
+        Command::new(bin)
+            .arg("--home")
+            .arg(tmp.path().join("home"))
+            .args(["service", "install", "--unit-dir"])
+            .arg(&units)
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let o = run(&exe, &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("anyone-writes") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!units.join("pincer.service").exists());
+    let o = run(
+        Path::new(env!("CARGO_BIN_EXE_pincer")),
+        &["--run-as", "root"],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("every power"));
+    assert!(run(&exe, &["--force"]).status.success());
+}
