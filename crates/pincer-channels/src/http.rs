@@ -51,13 +51,4 @@ pub fn client(name: &str, base: &str, timeout: Duration) -> Result<reqwest::Clie
 }
 
 /// An error with its causes, as one line.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub use pincer_providers::error_chain as chain;

@@ -670,20 +670,7 @@ async fn connect(
     Ok((conn, listed, truncated))
 }
 
-/// The error and its sources, joined with `: `.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
+use pincer_providers::error_chain;
 
 /// What pincer makes of each listed tool: offered or not, and why.
 fn judge(

@@ -325,7 +325,7 @@ pub(crate) fn client(
 
 /// The error and its sources, joined with `: ` (reqwest's own message is
 /// often just "error sending request").
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

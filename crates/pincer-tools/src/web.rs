@@ -507,17 +507,7 @@ fn client(url: &Url, t: &Target, timeout: Duration) -> Result<reqwest::Client, T
         .map_err(|e| ToolError::Fatal(format!("web_fetch: cannot build the HTTP client: {e}")))
 }
 
-/// The error and its causes, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+use pincer_providers::error_chain as chain;
 
 async fn fetch(
     cfg: &WebFetchConfig,
