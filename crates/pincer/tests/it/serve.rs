@@ -5,7 +5,8 @@
 //! session, cron runs a job and delivers its reply to the chat, and the
 //! daemon survives restarts without losing an update or answering one
 //! twice; runs missed while it was down are caught up or skipped as each
-//! job says.
+//! job says. The heartbeat checks in and tells the `notify` chat only what
+//! is not `HEARTBEAT_OK`, and `pincer cron run` runs a job by hand.
 
 use crate::botapi::{FakeTg, Fault, TOKEN};
 use crate::{json, ok};
@@ -687,6 +688,211 @@ fn sigterm_mid_turn_cancels_it_after_the_drain_and_the_session_goes_on() {
     let (code, err) = d.stop();
     assert!(code.success(), "{err}");
     let v = json(&ok(cmd(&fx.home, &["audit", "verify", "--json"])
+        .output()
+        .expect("verify")));
+    assert!(v["defect"].is_null(), "{v}");
+}
+
+/// The heartbeat through the real daemon, every second: HEARTBEAT.md with
+/// a check in it runs a turn in the session `heartbeat`; a reply of
+/// `HEARTBEAT_OK` is sent nowhere, any other reply goes to `notify`.
+#[test]
+fn the_heartbeat_checks_in_says_nothing_when_all_is_well_and_tells_notify_otherwise() {
+    let tg = FakeTg::start();
+    let quiet = r#"{"text": "HEARTBEAT_OK"}"#;
+    let script = format!(
+        r#"{{"turns": [
+      {{"text": "HEARTBEAT_OK",
+        "expect": {{"last_role": "user", "last_message_contains": "greenhouse above 30"}}}},
+      {{"text": "The greenhouse is at 34 degrees: open the vent.",
+        "expect": {{"last_role": "user", "last_message_contains": "reply with exactly HEARTBEAT_OK"}}}},
+      {}
+    ]}}"#,
+        // Quiet runs for the seconds between the alert and the test
+        // emptying HEARTBEAT.md.
+        vec![quiet; 60].join(",\n      ")
+    );
+    let fx = fixture(
+        &tg,
+        &script,
+        "\n[heartbeat]\nevery_secs = 1\nnotify = \"telegram:111\"\n",
+    );
+    let d = Daemon::start(&fx.home);
+    // The checklist once Telegram polls, so the alert has a chat to go to.
+    tg.wait(30, "the first poll", |t| !t.calls("getUpdates").is_empty());
+    let checklist = fx.home.join("HEARTBEAT.md");
+    std::fs::write(
+        &checklist,
+        "# Heartbeat\n- is the greenhouse above 30 degrees?\n",
+    )
+    .expect("HEARTBEAT.md");
+    let done = |home: &Path| -> Vec<Value> {
+        if !home.join("audit").exists() {
+            return Vec::new();
+        }
+        kinds(&trail(home), "cron.done")
+            .into_iter()
+            .filter(|e| e["data"]["job"] == "heartbeat")
+            .cloned()
+            .collect()
+    };
+    wait_for(60, "two heartbeat turns", || done(&fx.home).len() >= 2);
+    // Nothing more to check: the heartbeat goes quiet and says so.
+    std::fs::write(&checklist, "# Heartbeat\n<!-- nothing for now -->\n").expect("empty it");
+    wait_for(30, "the heartbeat's word on an empty list", || {
+        serve_part(&status(&fx.home).1)["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("nothing to check, so no turn runs"))
+    });
+    let (code, err) = d.stop();
+    assert!(code.success(), "{err}");
+
+    // Only the alert reached a chat, once, marked as the heartbeat's (in
+    // MarkdownV2, as every message pincer sends to Telegram).
+    let sent: Vec<String> = tg
+        .calls("sendMessage")
+        .into_iter()
+        .filter_map(|c| c.body["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        sent,
+        vec![r"\[heartbeat\] The greenhouse is at 34 degrees: open the vent\.".to_string()],
+        "{sent:#?}"
+    );
+    assert_eq!(
+        tg.sent_to(OWNER).len(),
+        1,
+        "the alert goes to the notify chat"
+    );
+
+    // The trail: every run is the heartbeat's, in its own session; the
+    // first (quiet) went nowhere, the second to telegram:111, no other.
+    let t = trail(&fx.home);
+    let runs = kinds(&t, "cron.run");
+    assert!(runs.len() >= 2, "{runs:#?}");
+    for r in &runs {
+        assert_eq!(r["data"]["job"], "heartbeat", "{r}");
+        assert_eq!(r["data"]["trigger"], "heartbeat", "{r}");
+        assert_eq!(r["data"]["session"], "heartbeat", "{r}");
+    }
+    let done = done(&fx.home);
+    assert_eq!(done[0]["data"]["status"], "ok", "{:#?}", done[0]);
+    assert!(done[0]["data"]["delivered_to"].is_null(), "{:#?}", done[0]);
+    assert_eq!(
+        done[1]["data"]["delivered_to"], "telegram:111",
+        "{:#?}",
+        done[1]
+    );
+    assert_eq!(
+        done.iter()
+            .filter(|e| !e["data"]["delivered_to"].is_null())
+            .count(),
+        1,
+        "{done:#?}"
+    );
+    // The quiet reply is still in the session, with the checklist.
+    let session =
+        std::fs::read_to_string(fx.home.join("sessions/heartbeat.jsonl")).expect("session");
+    assert!(session.contains("greenhouse above 30"), "{session}");
+    assert!(session.contains("\"HEARTBEAT_OK\""), "{session}");
+    assert!(session.contains("open the vent"), "{session}");
+    let v = json(&ok(cmd(&fx.home, &["audit", "verify", "--json"])
+        .output()
+        .expect("verify")));
+    assert!(v["defect"].is_null(), "{v}");
+}
+
+/// `pincer cron run NAME`: the job runs here and now, in its own session,
+/// its reply printed (not sent: no channel runs in this process, and the
+/// result says so), recorded as a manual run; a failed run exits 1.
+#[test]
+fn cron_run_runs_a_job_here_prints_its_reply_and_records_it() {
+    // Each run is a process of its own, and the scripted model starts its
+    // script from the top in each.
+    let script = |text: &str, expected: &str| {
+        format!(
+            r#"{{"turns": [{{"text": "{text}", "expect": {{"last_role": "user", "last_message_contains": "{expected}"}}}}]}}"#
+        )
+    };
+    let fx = crate::serve_home(
+        &script("The greenhouse is fine.", "Check the greenhouse"),
+        "",
+        "",
+    );
+    let home = &fx.home;
+    let set_script = |s: String| std::fs::write(home.join("script.json"), s).expect("script");
+    ok(cmd(
+        home,
+        &[
+            "cron",
+            "add",
+            "--name",
+            "plants",
+            "--schedule",
+            "0 8 * * *",
+            "--prompt",
+            "Check the greenhouse",
+            "--notify",
+            "telegram:111",
+        ],
+    )
+    .output()
+    .expect("cron add"));
+
+    let out = ok(cmd(home, &["cron", "run", "plants"])
+        .output()
+        .expect("cron run"));
+    assert_eq!(out.trim(), "The greenhouse is fine.", "{out}");
+    set_script(script("Still fine.", "Check the greenhouse"));
+    let v = json(&ok(cmd(home, &["cron", "run", "plants", "--json"])
+        .output()
+        .expect("cron run --json")));
+    assert_eq!(v["job"], "plants", "{v}");
+    assert_eq!(v["reply"], "Still fine.", "{v}");
+    assert!(v["error"].is_null(), "{v}");
+    let why = v["delivery_error"].as_str().unwrap_or("");
+    assert!(
+        why.contains("not sent to telegram:111") && why.contains("prints its reply"),
+        "{v}"
+    );
+
+    // The model refuses the request (the script expects another prompt):
+    // the run fails, says so, exits 1.
+    set_script(script("unreachable", "something else"));
+    let o = cmd(home, &["cron", "run", "plants"])
+        .output()
+        .expect("cron run");
+    let err = crate::fails(o);
+    assert!(err.contains("the run failed"), "{err}");
+    // A job that does not exist is named.
+    let err = crate::fails(cmd(home, &["cron", "run", "nope"]).output().expect("run"));
+    assert!(err.contains("no cron job `nope`"), "{err}");
+
+    let list = json(&ok(cmd(home, &["cron", "list", "--json"])
+        .output()
+        .expect("cron list")));
+    let last = &list["jobs"][0]["last"];
+    assert_eq!(last["trigger"], "manual", "{list}");
+    assert_eq!(last["status"], "error", "{list}");
+    assert!(!last["finished"].is_null(), "{list}");
+
+    let t = trail(home);
+    let runs = kinds(&t, "cron.run");
+    assert_eq!(runs.len(), 3, "{runs:#?}");
+    for r in &runs {
+        assert_eq!(r["actor"], "system", "{r}");
+        assert_eq!(r["data"]["trigger"], "manual", "{r}");
+        assert_eq!(r["data"]["session"], "cron-plants", "{r}");
+    }
+    let done = kinds(&t, "cron.done");
+    let statuses: Vec<&Value> = done.iter().map(|e| &e["data"]["status"]).collect();
+    assert_eq!(statuses, ["ok", "ok", "error"], "{done:#?}");
+    assert!(done.iter().all(|e| e["data"]["delivered_to"].is_null()));
+    let session =
+        std::fs::read_to_string(home.join("sessions/cron-plants.jsonl")).expect("session");
+    assert!(session.contains("The greenhouse is fine."), "{session}");
+    assert!(session.contains("Still fine."), "{session}");
+    let v = json(&ok(cmd(home, &["audit", "verify", "--json"])
         .output()
         .expect("verify")));
     assert!(v["defect"].is_null(), "{v}");

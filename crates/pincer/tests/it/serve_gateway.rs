@@ -1,6 +1,8 @@
 //! The HTTP gateway as a service of `pincer serve` (`[gateway]`): the real
-//! binary, its real port, the pairing code it prints. A person pairs,
-//! chats over HTTP, has a sensor read approved by the approver token (a
+//! binary and its real port. The daemon prints no pairing code (its stdout
+//! is the journal, which others may read), and the test asserts that; a
+//! person pairs with codes from `pincer pair` run beside it (an approver's
+//! and a chat one), chats over HTTP, has a sensor read approved by the approver token (a
 //! chat token's approval refused), is refused a session another service
 //! writes, keeps a WebSocket open across SIGTERM (closed with 1001, the
 //! daemon exits cleanly), and a reload gives gateway turns the new
