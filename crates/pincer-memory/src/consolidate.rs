@@ -5,10 +5,9 @@
 //! with a larger backlog writes the first page of it and says there is
 //! more ([`Consolidated::more`]); the next run goes on from there.
 //!
-//! It lives in `pincer-core` until `pincer-memory` exists, and depends only
-//! on [`pincer_core::audit`], [`pincer_core::fsutil`], [`pincer_core::message`],
-//! [`pincer_core::canonical`] and the [`PageSink`] trait the page store
-//! implements.
+//! It depends only on [`pincer_core::audit`], [`pincer_core::fsutil`],
+//! [`pincer_core::message`], [`pincer_core::canonical`] and the
+//! [`PageSink`] trait the page store implements.
 //!
 //! # What a run does
 //!
