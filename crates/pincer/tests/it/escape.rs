@@ -504,3 +504,51 @@ fn running_unsandboxed_is_warned_at_every_start_and_recorded() {
         "{call}"
     );
 }
+
+/// A sandbox layer that cannot be set up stops the call (the model is told
+/// which layer, nothing ran); allowed to degrade (`[shell] degrade`), the
+/// command runs, and both the result the model sees and the notes of the
+/// call's `tool.call` entry say the layer was DEGRADED. The layer made to
+/// fail is the process-count cgroup, given a limit the kernel refuses
+/// (`pids.max` takes at most 4 194 304).
+#[test]
+fn a_degraded_layer_is_said_in_the_result_and_recorded_in_the_tool_call() {
+    let h = Home::new("full", "\n[shell]\npids = 100000000000\n");
+    let results = h.agent(&[("a", cmd("echo ran > ran.txt"))], &[]);
+    assert!(
+        results["a"].contains("`cgroup-pids` could not be applied")
+            && results["a"].contains("did not run"),
+        "{}",
+        results["a"]
+    );
+    assert!(!h.ws.join("ran.txt").exists(), "the command ran");
+
+    let h = Home::new(
+        "full",
+        "\n[shell]\npids = 100000000000\ndegrade = [\"cgroup-pids\"]\n",
+    );
+    let results = h.agent(&[("a", cmd("echo ran > ran.txt"))], &[]);
+    assert!(
+        results["a"].contains("`cgroup-pids` is DEGRADED"),
+        "{}",
+        results["a"]
+    );
+    assert!(h.ws.join("ran.txt").exists(), "{}", results["a"]);
+    let call = h
+        .trail()
+        .into_iter()
+        .rfind(|e| e["kind"] == "tool.call" && e["data"]["call_id"] == "a")
+        .expect("tool.call");
+    let notes: Vec<&str> = call["data"]["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("`cgroup-pids` is DEGRADED") && n.contains("pids.max")),
+        "{call}"
+    );
+}
