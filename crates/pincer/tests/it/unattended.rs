@@ -447,3 +447,37 @@ fn doctor_and_status_name_kinds_and_boards_in_pincers_words() {
         }
     }
 }
+
+/// `memory write` with no `--body` reads the body from stdin; at a
+/// terminal it says so first (else it would look hung), and the page is
+/// what was typed up to Ctrl-D. With stdin a pipe it says nothing.
+#[test]
+fn memory_write_at_a_terminal_says_it_reads_stdin() {
+    use std::io::Write as _;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let (mut child, screen, mut keys) =
+        crate::tty::on_a_pty(&home, &["memory", "write", "--title", "typed", "--json"]);
+    let at = screen.wait_for("reading the page body from stdin; end it with Ctrl-D", 0);
+    keys.write_all(b"typed at the terminal\n\x04")
+        .expect("keys");
+    let at = screen.wait_for("{\"id\":\"", at);
+    let end = screen.wait_for("\"}", at);
+    let id = screen.0.0.lock().expect("screen")[at..end - 2].to_string();
+    assert!(child.wait().expect("wait").success());
+    let page = ok(pincer(&home, &["memory", "show", &id], ""));
+    assert!(page.contains("typed at the terminal"), "{page}");
+
+    let out = pincer(
+        &home,
+        &["memory", "write", "--title", "piped"],
+        "piped body\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("reading the page body"),
+        "{}",
+        stderr(&out)
+    );
+}
