@@ -214,7 +214,7 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
     let pincer = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
     rustix::process::kill_process(pincer, rustix::process::Signal::INT).unwrap();
     let at = screen.wait_for("cancelled", at);
-    screen.wait_for("you> ", at);
+    let at = screen.wait_for("you> ", at);
     assert!(
         eventually(|| !sleeping()),
         "the command outlived the cancel"
@@ -223,6 +223,16 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
         eventually(|| children(pid).is_empty()),
         "left behind (pid, state): {:?}",
         children(pid)
+    );
+    // The next turn closes the call the cancel left open, and says it was
+    // this cancel, not an earlier crash.
+    keys.write_all(b"and now?\r").unwrap();
+    let closed = screen.wait_for("tool call(s) the cancelled turn left open", at);
+    let at = screen.wait_for("you> ", closed);
+    assert!(
+        !screen.0.0.lock().unwrap()[..at].contains("crash"),
+        "{}",
+        screen.0.0.lock().unwrap()
     );
     leaves_on_ctrl_d(child, &mut keys);
 }
