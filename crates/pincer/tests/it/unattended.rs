@@ -481,3 +481,47 @@ fn memory_write_at_a_terminal_says_it_reads_stdin() {
         stderr(&out)
     );
 }
+
+/// `--json` prints one JSON object per command — never a bare list, never
+/// several documents — on a home with something in it; `audit log --json`
+/// is the stream, one object per line.
+#[test]
+fn json_is_one_object_per_command_and_lines_only_for_streams() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    scripted_home(&home, r#"{"turns": [{"text": "hello"}]}"#, "supervised", "");
+    ok(pincer_env(&home, &["agent", "-m", "hi"], &[]));
+    ok(pincer(&home, &["remember", "the greenhouse is north"], ""));
+    let mut commands: Vec<Vec<&str>> = vec![
+        vec!["session", "list"],
+        vec!["session", "show", "cli"],
+        vec!["approvals", "list"],
+        vec!["memory", "list"],
+        vec!["memory", "search", "greenhouse"],
+        vec!["skills"],
+        vec!["status"],
+        vec!["audit", "verify"],
+        vec!["audit", "note", "a note"],
+        vec!["handoff"],
+        vec!["hw", "info"],
+        vec!["policy", "explain", "shell", r#"{"command": "ls"}"#],
+    ];
+    if cfg!(feature = "serve") {
+        commands.push(vec!["cron", "list"]);
+    }
+    if cfg!(feature = "mcp") {
+        commands.push(vec!["mcp", "list"]);
+    }
+    for mut args in commands {
+        args.push("--json");
+        let out = ok(pincer_env(&home, &args, &[]));
+        let doc: serde_json::Value = serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {out}"));
+        assert!(doc.is_object(), "{args:?}: not an object: {out}");
+    }
+    let log = ok(pincer(&home, &["audit", "log", "--json"], ""));
+    assert!(log.lines().count() > 1, "{log}");
+    for line in log.lines() {
+        assert!(json(line).is_object(), "{line}");
+    }
+}
