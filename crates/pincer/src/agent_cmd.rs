@@ -240,7 +240,7 @@ pub fn run(ctx: &Ctx, args: AgentArgs) -> Result<ExitCode> {
             workspace: args.workspace.clone(),
         },
     ))?;
-    if !args.json {
+    if !args.json && !crate::quiet() {
         eprintln!("provider: {}", runtime.provider_choice().how);
     }
     for w in runtime.warnings() {

@@ -112,7 +112,9 @@ pub fn gateway(ctx: &Ctx, args: GatewayArgs) -> Result<ExitCode> {
             },
         )
         .await?;
-        eprintln!("provider: {}", runtime.provider_choice().how);
+        if !crate::quiet() {
+            eprintln!("provider: {}", runtime.provider_choice().how);
+        }
         for w in runtime.warnings() {
             eprintln!("warning: {}", terminal_safe(w));
         }

@@ -91,7 +91,8 @@ struct Cli {
     /// More diagnostics on stderr (-v info, -vv debug, -vvv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     verbose: u8,
-    /// Only errors on stderr.
+    /// No diagnostics on stderr: only errors, what a turn does, and the
+    /// warnings every start gives (what is degraded or unsafe).
     #[arg(short, long, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -314,10 +315,20 @@ pub fn load_ctx(home: Option<PathBuf>) -> Result<Ctx> {
     })
 }
 
+/// `-q` was given: no diagnostics, and not the lines that only inform
+/// (which provider answers). Errors, what a turn does and the warnings
+/// each start gives (what is degraded or unsafe) are still said.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Diagnostics (`tracing` events of every crate) go to stderr at the level
 /// `-v`/`-q` say; warnings by default.
 fn init_logging(verbose: u8, quiet: bool) {
     use tracing_subscriber::filter::LevelFilter;
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
     let level = match (quiet, verbose) {
         (true, _) => LevelFilter::ERROR,
         (false, 0) => LevelFilter::WARN,

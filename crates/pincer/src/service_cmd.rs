@@ -52,6 +52,10 @@ pub enum ServiceCmd {
         /// the repository).
         #[arg(long, value_name = "USER", conflicts_with = "user")]
         run_as: Option<String>,
+        /// Print `{"unit": PATH, "changed": BOOL, "exe", "home", "run_as",
+        /// "next"}`.
+        #[arg(long, conflicts_with = "dry_run")]
+        json: bool,
     },
     /// Remove the unit (it must be one `install` would write, or --force).
     Uninstall {
@@ -59,6 +63,9 @@ pub enum ServiceCmd {
         at: Where,
         #[arg(long)]
         force: bool,
+        /// Print `{"unit": PATH, "removed": BOOL, "next"}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Whether the unit is installed, and whether it is the one `install`
     /// would write now.
@@ -253,6 +260,7 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             dry_run,
             force,
             run_as,
+            json,
         } => {
             let unit = render(&UnitSpec {
                 exe: &exe,
@@ -272,10 +280,26 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             if !at.user && (at.unit_dir.is_none() || rustix::process::geteuid().is_root()) {
                 system_unit_is_safe(&exe, run_as.as_deref(), force)?;
             }
+            // A system unit runs as this user; a user unit as its owner.
+            let runs_as = (!at.user).then(|| run_as.as_deref().unwrap_or("pincer"));
+            let said = |changed: bool| {
+                serde_json::json!({
+                    "unit": path,
+                    "changed": changed,
+                    "exe": exe,
+                    "home": home.root(),
+                    "run_as": runs_as,
+                    "next": next_step(at.user).trim_start_matches("next: "),
+                })
+            };
             match std::fs::read_to_string(&path) {
                 Ok(old) if old == unit => {
-                    println!("{} is already this unit; unchanged", path.display());
-                    println!("{}", next_step(at.user));
+                    if json {
+                        println!("{}", said(false));
+                    } else {
+                        println!("{} is already this unit; unchanged", path.display());
+                        println!("{}", next_step(at.user));
+                    }
                     return Ok(ExitCode::SUCCESS);
                 }
                 Ok(_) if !force => bail!(
@@ -295,28 +319,42 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             // the unit's own header says.
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
                 .with_context(|| format!("cannot make {} readable", path.display()))?;
+            if json {
+                println!("{}", said(true));
+                return Ok(ExitCode::SUCCESS);
+            }
             println!("wrote {}", path.display());
             println!(
                 "  runs {} serve with PINCER_HOME={}",
                 exe.display(),
                 home.root().display()
             );
-            if !at.user {
+            if let Some(user) = runs_as {
                 println!(
-                    "  as the user `{}`, who must exist and own {} (docs/serve.md says how)",
-                    run_as.as_deref().unwrap_or("pincer"),
+                    "  as the user `{user}`, who must exist and own {} (docs/serve.md says how)",
                     home.root().display()
                 );
             }
             println!("{}", next_step(at.user));
             Ok(ExitCode::SUCCESS)
         }
-        ServiceCmd::Uninstall { at, force } => {
+        ServiceCmd::Uninstall { at, force, json } => {
             let path = unit_dir(&at)?.join(UNIT_NAME);
+            let u = if at.user { " --user" } else { "" };
+            let next = format!(
+                "systemctl{u} disable --now pincer; systemctl{u} daemon-reload (if it was enabled)"
+            );
             let old = match std::fs::read_to_string(&path) {
                 Ok(o) => o,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    println!("{} is not there; nothing to remove", path.display());
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"unit": path, "removed": false, "next": null})
+                        );
+                    } else {
+                        println!("{} is not there; nothing to remove", path.display());
+                    }
                     return Ok(ExitCode::SUCCESS);
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -329,11 +367,15 @@ pub fn run(home: Home, cmd: ServiceCmd) -> Result<ExitCode> {
             }
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
-            let u = if at.user { " --user" } else { "" };
-            println!("removed {}", path.display());
-            println!(
-                "next: systemctl{u} disable --now pincer; systemctl{u} daemon-reload (if it was enabled)"
-            );
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"unit": path, "removed": true, "next": next})
+                );
+            } else {
+                println!("removed {}", path.display());
+                println!("next: {next}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         ServiceCmd::Status { at, json } => {

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 pub enum SessionCmd {
     /// List sessions.
     List {
+        /// Print `{"sessions": [...]}`.
         #[arg(long)]
         json: bool,
     },
@@ -140,7 +141,7 @@ pub fn run(ctx: &Ctx, cmd: SessionCmd) -> Result<ExitCode> {
 fn list(store: &SessionStore, json: bool) -> Result<ExitCode> {
     let sessions = store.list()?;
     if json {
-        println!("{}", serde_json::to_string(&sessions)?);
+        println!("{}", json!({ "sessions": sessions }));
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {

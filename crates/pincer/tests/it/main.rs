@@ -33,6 +33,7 @@ mod service;
 mod session;
 mod tidy;
 mod tty;
+mod unattended;
 mod web;
 
 use std::io::Write;

@@ -255,3 +255,62 @@ fn a_system_unit_for_a_replaceable_binary_or_root_is_refused() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("every power"));
     assert!(run(&exe, &["--force"]).status.success());
 }
+
+/// `--json` on `install` and `uninstall` prints one object each: the unit's
+/// path, whether it changed (or was removed), and the next step; with
+/// `--dry-run` it is refused (that prints the unit itself).
+#[test]
+fn install_and_uninstall_json_are_one_object_each() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let home = tmp.path().join("home");
+    let units = tmp.path().join("units");
+    let dir = units.to_str().expect("utf8");
+    let unit = units.join("pincer.service");
+    let one = |out: std::process::Output| {
+        let text = ok(out);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        json(&text)
+    };
+
+    let doc = one(install(&home, &["--user", "--unit-dir", dir, "--json"]));
+    assert_eq!(doc["unit"], unit.to_str().expect("utf8"), "{doc}");
+    assert_eq!(doc["changed"], true, "{doc}");
+    assert_eq!(doc["exe"], env!("CARGO_BIN_EXE_pincer"), "{doc}");
+    assert_eq!(doc["run_as"], serde_json::Value::Null, "{doc}");
+    assert_eq!(
+        doc["next"],
+        "systemctl --user daemon-reload && systemctl --user enable --now pincer"
+    );
+    assert!(unit.is_file());
+    let doc = one(install(&home, &["--user", "--unit-dir", dir, "--json"]));
+    assert_eq!(doc["changed"], false, "{doc}");
+    let doc = one(install(
+        &home,
+        &["--unit-dir", dir, "--force", "--run-as", "svc", "--json"],
+    ));
+    assert_eq!(doc["changed"], true, "{doc}");
+    assert_eq!(doc["run_as"], "svc", "{doc}");
+    let err = fails(install(&home, &["--dry-run", "--json", "--unit-dir", dir]));
+    assert!(err.contains("--json") && err.contains("--dry-run"), "{err}");
+
+    let doc = one(pincer(
+        &home,
+        &["service", "uninstall", "--unit-dir", dir, "--json"],
+        "",
+    ));
+    assert_eq!(doc["removed"], true, "{doc}");
+    assert!(
+        doc["next"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("systemctl disable --now pincer")),
+        "{doc}"
+    );
+    assert!(!unit.exists());
+    let doc = one(pincer(
+        &home,
+        &["service", "uninstall", "--unit-dir", dir, "--json"],
+        "",
+    ));
+    assert_eq!(doc["removed"], false, "{doc}");
+    assert_eq!(doc["next"], serde_json::Value::Null, "{doc}");
+}

@@ -36,8 +36,8 @@ fn append_show_list_round_trip() {
     assert!(text.contains("torn tail: none"), "{text}");
     assert!(text.contains("assistant → file_read[c1]"), "{text}");
     let list = json(&ok(pincer(home.path(), &["session", "list", "--json"], "")));
-    assert_eq!(list[0]["key"], "chat");
-    assert_eq!(list[0]["lines_on_disk"], 12);
+    assert_eq!(list["sessions"][0]["key"], "chat");
+    assert_eq!(list["sessions"][0]["lines_on_disk"], 12);
 }
 
 #[test]

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 /// Everything the terminal showed so far, and a way to wait for more.
 #[derive(Clone, Default)]
-struct Screen(Arc<(Mutex<String>, Condvar)>);
+pub(crate) struct Screen(pub(crate) Arc<(Mutex<String>, Condvar)>);
 
 impl Screen {
     /// Waits (bounded) until the screen holds `needle` after `from`;
     /// returns the position just past it.
-    fn wait_for(&self, needle: &str, from: usize) -> usize {
+    pub(crate) fn wait_for(&self, needle: &str, from: usize) -> usize {
         let (text, changed) = &*self.0;
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut t = text.lock().unwrap();
@@ -89,7 +89,10 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
 
 /// `pincer ARGS` with a pseudo-terminal as its stdin, stdout and stderr:
 /// the child, what its terminal shows, and the keyboard.
-fn on_a_pty(home: &std::path::Path, args: &[&str]) -> (std::process::Child, Screen, std::fs::File) {
+pub(crate) fn on_a_pty(
+    home: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, Screen, std::fs::File) {
     use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
     grantpt(&master).unwrap();
@@ -211,7 +214,7 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
     let pincer = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
     rustix::process::kill_process(pincer, rustix::process::Signal::INT).unwrap();
     let at = screen.wait_for("cancelled", at);
-    screen.wait_for("you> ", at);
+    let at = screen.wait_for("you> ", at);
     assert!(
         eventually(|| !sleeping()),
         "the command outlived the cancel"
@@ -220,6 +223,16 @@ fn ctrl_c_cancels_a_running_command_and_leaves_no_zombie() {
         eventually(|| children(pid).is_empty()),
         "left behind (pid, state): {:?}",
         children(pid)
+    );
+    // The next turn closes the call the cancel left open, and says it was
+    // this cancel, not an earlier crash.
+    keys.write_all(b"and now?\r").unwrap();
+    let closed = screen.wait_for("tool call(s) the cancelled turn left open", at);
+    let at = screen.wait_for("you> ", closed);
+    assert!(
+        !screen.0.0.lock().unwrap()[..at].contains("crash"),
+        "{}",
+        screen.0.0.lock().unwrap()
     );
     leaves_on_ctrl_d(child, &mut keys);
 }
