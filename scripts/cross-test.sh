@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CI for the board targets: builds pincer (the --no-default-features kernel)
-# for aarch64 and armv7, static, and runs it under qemu-user: `pincer
+# CI for the board targets: builds pincer (the --no-default-features kernel
+# with `pincer demo`, `--features demo`) for aarch64 and armv7, static, and
+# runs it under qemu-user: `pincer
 # --version`, `pincer demo` (the gate, the audit trail, the file and
 # hardware tools on the simulated board, the session store under crashes;
 # the shell is refused because qemu-user cannot host the OS sandbox, and
@@ -36,7 +37,7 @@ for t in "${targets[@]}"; do
     *) die "unknown target '$t' (aarch64 or armv7)" ;;
     esac
     echo "== $triple: build"
-    bash scripts/cross-build.sh "$t" build -q -p pincer --no-default-features
+    bash scripts/cross-build.sh "$t" build -q -p pincer --no-default-features --features demo
     bin=$CARGO_TARGET_DIR/$triple/debug/pincer
     file -b "$bin" | grep -Eq 'statically linked|static-pie linked' || die "$bin is not static: $(file -b "$bin")"
     echo "== $triple: pincer --version (qemu-user)"

@@ -168,7 +168,8 @@ pub const SECTION: &str = "providers";
 /// Checks a base URL: `http` or `https`, a host, nothing a request could
 /// not be sent to. The reason is in the user's words.
 pub fn check_base_url(url: &str) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("is `{url}`, not a URL: {e}"))?;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| format!("is {}", crate::url_error(url, &e)))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "is `{url}`; it must start with http:// or https://"

@@ -759,3 +759,37 @@ mod tests {
         assert!(ApiKey::new(Some("  ".into())).is_none());
     }
 }
+
+/// Why `url` is not a URL pincer can use, in the user's words: `e` as the
+/// `url` crate says it, and for a host with non-ASCII letters (which this
+/// build does not map to its ASCII form), what to write instead.
+pub fn url_error(url: &str, e: &url::ParseError) -> String {
+    if *e == url::ParseError::IdnaError
+        || (!url.is_ascii() && *e == url::ParseError::InvalidDomainCharacter)
+    {
+        format!(
+            "`{url}` is not a URL pincer can use: its host name has non-ASCII letters; write it in its ASCII (xn--, punycode) form"
+        )
+    } else {
+        format!("`{url}` is not a URL: {e}")
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::url_error;
+
+    #[test]
+    fn a_non_ascii_host_is_refused_naming_its_ascii_form() {
+        for u in ["http://münchen.de/", "https://bücher.example/x"] {
+            let e =
+                url::Url::parse(u).expect_err("an internationalised host parses only in xn-- form");
+            let m = url_error(u, &e);
+            assert!(m.contains("non-ASCII") && m.contains("xn--"), "{m}");
+        }
+        // The ASCII form is a URL like any other.
+        assert!(url::Url::parse("http://xn--mnchen-3ya.de/").is_ok());
+        let e = url::Url::parse("http://[::1").expect_err("bad");
+        assert!(url_error("http://[::1", &e).contains("is not a URL"));
+    }
+}

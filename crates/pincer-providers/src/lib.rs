@@ -43,7 +43,7 @@ pub mod sse;
 pub use anthropic::AnthropicProvider;
 #[cfg(feature = "tls")]
 pub use http::tls_config;
-pub use http::{NO_TLS, TLS, client_builder, error_chain, parse_retry_after};
+pub use http::{NO_TLS, TLS, client_builder, error_chain, parse_retry_after, url_error};
 pub use openai::OpenAiProvider;
 pub use probe::{Check, ProbeReport, detect_local, probe, probe_anthropic};
 pub use router::{Attempt, RETRY_MARKER, RetryPolicy, Router, Sleeper, TokioSleeper};

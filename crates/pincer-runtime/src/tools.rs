@@ -354,6 +354,7 @@ fn assemble(
         &agent.agent_id,
     )));
     // Off (not offered, not even described to the model) with no domain.
+    #[cfg(feature = "web")]
     if settings.web_fetch.enabled() {
         tools.push(Arc::new(pincer_tools::WebFetch::new(
             settings.web_fetch.clone(),
@@ -470,6 +471,7 @@ mod tests {
     /// `web_fetch` is not offered (not even described to the model) until
     /// `[web_fetch] allow_domains` names a domain.
     #[test]
+    #[cfg(feature = "web")]
     fn web_fetch_is_offered_only_with_an_allowed_domain() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let home = Home::new(tmp.path().join("home"));

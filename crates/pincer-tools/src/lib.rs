@@ -32,7 +32,9 @@ pub use memory::{LazyMemory, MemorySearch, MemoryWrite, SharedMemory};
 pub use pincer_shell::Shell as ShellDialect;
 pub use shell::{ShellEnv, ShellProgram, ShellProgramError, ShellTool};
 pub use shell_sandbox::ShellSandbox;
-pub use web::{WebFetch, WebFetchConfig};
+#[cfg(feature = "web")]
+pub use web::WebFetch;
+pub use web::WebFetchConfig;
 pub use workspace::{ResolutionMode, Workspace, WorkspaceError};
 
 use pincer_core::tool::Tool;

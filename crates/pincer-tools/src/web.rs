@@ -18,24 +18,16 @@
 //! fetch, redirects included, has `timeout_secs`. No proxy from the
 //! environment is used (it would connect to addresses not checked here).
 
-use crate::args::{Args, object_schema, respond};
 use pincer_core::config::{ConfigError, Source};
-use pincer_core::gate::{Gated, Permit};
-use pincer_core::policy::Risk;
-use pincer_core::provider::BoxFuture;
-use pincer_core::tool::{Assessment, Tool, ToolError};
-use reqwest::Url;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::Duration;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use toml::Spanned;
 
 /// The top-level key this module owns.
 pub const SECTION: &str = "web_fetch";
 
 /// The `[web_fetch]` section as `pincer init` writes it (commented).
+#[cfg(feature = "web")]
 pub const EXAMPLE_TOML: &str = r#"
 # The web_fetch tool: GET a page and read it as text. Off (not offered to
 # the agent) until allow_domains names a domain. Loopback, private,
@@ -50,6 +42,10 @@ pub const EXAMPLE_TOML: &str = r#"
 # timeout_secs = 20            # the whole fetch, redirects included
 # max_redirects = 5
 "#;
+
+/// Without the tool there is nothing to configure.
+#[cfg(not(feature = "web"))]
+pub const EXAMPLE_TOML: &str = "";
 
 /// An address range: `addr/prefix`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +161,7 @@ impl WebFetchConfig {
             })
     }
 
+    #[cfg(feature = "web")]
     fn allows_address(&self, ip: IpAddr) -> bool {
         self.allow_addresses.iter().any(|c| c.contains(ip))
     }
@@ -188,6 +185,12 @@ struct RawWebFetch {
 
 /// Parses and validates `[web_fetch]` of `src` (absent: the defaults, off).
 pub fn parse_section(src: &Source<'_>) -> Result<WebFetchConfig, ConfigError> {
+    if !cfg!(feature = "web") && pincer_core::config::locate(src.text, SECTION).is_some() {
+        return Err(src.invalid_at(
+            SECTION,
+            "configures web_fetch, but this pincer was built without it (cargo feature `web`)",
+        ));
+    }
     let raw: RawDoc = src.raw()?;
     let mut out = WebFetchConfig::default();
     let Some(raw) = raw.web_fetch else {
@@ -330,317 +333,350 @@ fn refused_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
-/// Names answered without DNS (tests, or pinning a name on purpose).
-pub type StaticHosts = BTreeMap<String, Vec<IpAddr>>;
+#[cfg(feature = "web")]
+pub use fetch::{StaticHosts, WebFetch};
 
-/// `web_fetch {url}`.
-#[derive(Debug)]
-pub struct WebFetch {
-    cfg: Gated<WebFetchConfig>,
-    hosts: StaticHosts,
-}
+/// The tool (feature `web`). Without it the config is still read, so that
+/// a `[web_fetch]` table is refused by name instead of ignored.
+#[cfg(feature = "web")]
+mod fetch {
+    use super::*;
+    use crate::args::{Args, object_schema, respond};
+    use pincer_core::gate::{Gated, Permit};
+    use pincer_core::policy::Risk;
+    use pincer_core::provider::BoxFuture;
+    use pincer_core::tool::{Assessment, Tool, ToolError};
+    use reqwest::Url;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+    use std::net::{IpAddr, SocketAddr};
+    use std::time::Duration;
+    /// Names answered without DNS (tests, or pinning a name on purpose).
+    pub type StaticHosts = BTreeMap<String, Vec<IpAddr>>;
 
-impl WebFetch {
-    pub fn new(cfg: WebFetchConfig) -> WebFetch {
-        WebFetch {
-            cfg: Gated::new(cfg),
-            hosts: StaticHosts::new(),
+    /// `web_fetch {url}`.
+    #[derive(Debug)]
+    pub struct WebFetch {
+        cfg: Gated<WebFetchConfig>,
+        hosts: StaticHosts,
+    }
+
+    impl WebFetch {
+        pub fn new(cfg: WebFetchConfig) -> WebFetch {
+            WebFetch {
+                cfg: Gated::new(cfg),
+                hosts: StaticHosts::new(),
+            }
+        }
+
+        /// Answers these names from `hosts` instead of DNS (their addresses
+        /// are checked like any other).
+        pub fn with_static_hosts(mut self, hosts: StaticHosts) -> WebFetch {
+            self.hosts = hosts;
+            self
         }
     }
 
-    /// Answers these names from `hosts` instead of DNS (their addresses
-    /// are checked like any other).
-    pub fn with_static_hosts(mut self, hosts: StaticHosts) -> WebFetch {
-        self.hosts = hosts;
-        self
-    }
-}
+    const PARAMS: &[&str] = &["url"];
 
-const PARAMS: &[&str] = &["url"];
+    impl Tool for WebFetch {
+        fn name(&self) -> &str {
+            "web_fetch"
+        }
 
-impl Tool for WebFetch {
-    fn name(&self) -> &str {
-        "web_fetch"
-    }
-
-    fn description(&self) -> &str {
-        "Fetch a web page (HTTP GET) and return it as readable text. Only domains the \
+        fn description(&self) -> &str {
+            "Fetch a web page (HTTP GET) and return it as readable text. Only domains the \
          configuration allows can be fetched; private and local addresses are refused. \
          Long pages are cut."
-    }
+        }
 
-    fn parameters_schema(&self) -> Value {
-        object_schema(
-            &[(
-                "url",
-                json!({"type": "string", "description": "An http:// or https:// URL"}),
-            )],
-            &["url"],
-        )
-    }
+        fn parameters_schema(&self) -> Value {
+            object_schema(
+                &[(
+                    "url",
+                    json!({"type": "string", "description": "An http:// or https:// URL"}),
+                )],
+                &["url"],
+            )
+        }
 
-    fn assess(&self, args: &Value) -> Assessment {
-        let a = Assessment::new(
-            Risk::Medium,
-            "fetching a web page sends a request off this machine to an allowed domain (medium risk)",
-        );
-        let url = Args::parse("web_fetch", args, PARAMS)
-            .and_then(|a| a.req_str("url").map(str::to_string));
-        match url {
-            Err(e) => a.with_invalid(e.to_string()),
-            Ok(u) => match Url::parse(&u) {
-                Err(e) => a.with_invalid(format!("web_fetch: `{u}` is not a URL: {e}")),
-                Ok(parsed) => a.with_subject(json!({
-                    "url": u,
-                    "host": parsed.host_str().unwrap_or_default(),
-                })),
-            },
+        fn assess(&self, args: &Value) -> Assessment {
+            let a = Assessment::new(
+                Risk::Medium,
+                "fetching a web page sends a request off this machine to an allowed domain (medium risk)",
+            );
+            let url = Args::parse("web_fetch", args, PARAMS)
+                .and_then(|a| a.req_str("url").map(str::to_string));
+            match url {
+                Err(e) => a.with_invalid(e.to_string()),
+                Ok(u) => match Url::parse(&u) {
+                    Err(e) => a.with_invalid(format!(
+                        "web_fetch: {}",
+                        pincer_providers::url_error(&u, &e)
+                    )),
+                    Ok(parsed) => a.with_subject(json!({
+                        "url": u,
+                        "host": parsed.host_str().unwrap_or_default(),
+                    })),
+                },
+            }
+        }
+
+        fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
+            Box::pin(async move {
+                let a = Args::parse("web_fetch", permit.args(), PARAMS)?;
+                let url = a.req_str("url")?.to_string();
+                let cfg = permit.open(&self.cfg);
+                let cap = Duration::from_secs(cfg.timeout_secs);
+                match tokio::time::timeout(cap, fetch(cfg, &self.hosts, &url)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(respond(format!(
+                        "web_fetch: {url}: no complete answer within {}s (the [web_fetch] timeout_secs cap); nothing is returned",
+                        cfg.timeout_secs
+                    ))),
+                }
+            })
         }
     }
 
-    fn execute<'a>(&'a self, permit: Permit<'a>) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let a = Args::parse("web_fetch", permit.args(), PARAMS)?;
-            let url = a.req_str("url")?.to_string();
-            let cfg = permit.open(&self.cfg);
-            let cap = Duration::from_secs(cfg.timeout_secs);
-            match tokio::time::timeout(cap, fetch(cfg, &self.hosts, &url)).await {
-                Ok(r) => r,
-                Err(_) => Err(respond(format!(
-                    "web_fetch: {url}: no complete answer within {}s (the [web_fetch] timeout_secs cap); nothing is returned",
-                    cfg.timeout_secs
-                ))),
-            }
-        })
+    /// Where one request may go: the URL's host and the checked addresses.
+    struct Target {
+        /// The host exactly as the URL spells it (a trailing dot included):
+        /// the key reqwest looks its address overrides up by, so the pin
+        /// cannot miss and fall through to DNS.
+        host: String,
+        addrs: Vec<SocketAddr>,
+        literal: bool,
     }
-}
 
-/// Where one request may go: the URL's host and the checked addresses.
-struct Target {
-    /// The host exactly as the URL spells it (a trailing dot included):
-    /// the key reqwest looks its address overrides up by, so the pin
-    /// cannot miss and fall through to DNS.
-    host: String,
-    addrs: Vec<SocketAddr>,
-    literal: bool,
-}
-
-/// Checks `url` against the config and resolves it; every refusal names
-/// the URL and the reason.
-async fn check(cfg: &WebFetchConfig, hosts: &StaticHosts, url: &Url) -> Result<Target, ToolError> {
-    let refuse = |why: String| respond(format!("web_fetch: refused {url}: {why}"));
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(refuse(format!(
-            "the scheme `{}` is not fetched (only http and https)",
-            url.scheme()
-        )));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(refuse("a URL with credentials in it is not fetched".into()));
-    }
-    let port = url
-        .port_or_known_default()
-        .ok_or_else(|| refuse("no port".into()))?;
-    let raw_host = url.host_str().unwrap_or_default().to_string();
-    let (host, literal) = match url.host() {
-        Some(url::Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
-        Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
-        Some(url::Host::Ipv6(ip)) => (canonical(IpAddr::V6(ip)).to_string(), Some(IpAddr::V6(ip))),
-        None => return Err(refuse("the URL has no host".into())),
-    };
-    if !cfg.allows_host(&host) {
-        return Err(refuse(format!(
-            "the host `{host}` is not on [web_fetch] allow_domains"
-        )));
-    }
-    let ips: Vec<IpAddr> = match literal {
-        Some(ip) => vec![ip],
-        None => match hosts.get(&host) {
-            Some(ips) => ips.clone(),
-            None => tokio::net::lookup_host((host.as_str(), port))
-                .await
-                .map_err(|e| refuse(format!("`{host}` does not resolve: {e}")))?
-                .map(|a| a.ip())
-                .collect(),
-        },
-    };
-    if ips.is_empty() {
-        return Err(refuse(format!("`{host}` resolves to no address")));
-    }
-    for ip in &ips {
-        if let Some(range) = refused_range(*ip)
-            && !cfg.allows_address(*ip)
-        {
+    /// Checks `url` against the config and resolves it; every refusal names
+    /// the URL and the reason.
+    async fn check(
+        cfg: &WebFetchConfig,
+        hosts: &StaticHosts,
+        url: &Url,
+    ) -> Result<Target, ToolError> {
+        let refuse = |why: String| respond(format!("web_fetch: refused {url}: {why}"));
+        if !matches!(url.scheme(), "http" | "https") {
             return Err(refuse(format!(
-                "`{host}` is {ip}, a {range} address (not on [web_fetch] allow_addresses)"
+                "the scheme `{}` is not fetched (only http and https)",
+                url.scheme()
             )));
         }
-    }
-    Ok(Target {
-        host: raw_host,
-        addrs: ips
-            .into_iter()
-            .map(|ip| SocketAddr::new(ip, port))
-            .collect(),
-        literal: literal.is_some(),
-    })
-}
-
-/// A client that connects only to `t`'s checked addresses, follows no
-/// redirect and uses no proxy.
-fn client(url: &Url, t: &Target, timeout: Duration) -> Result<reqwest::Client, ToolError> {
-    // Without the `tls` feature an https:// URL is refused here, saying so.
-    let mut b = pincer_providers::client_builder("web_fetch", url.as_str())
-        .map_err(|e| respond(format!("web_fetch: {url}: {e}")))?
-        .user_agent(concat!(
-            "pincer/",
-            env!("CARGO_PKG_VERSION"),
-            " (web_fetch)"
-        ))
-        .connect_timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy();
-    if !t.literal {
-        b = b.resolve_to_addrs(&t.host, &t.addrs);
-    }
-    b.build()
-        .map_err(|e| ToolError::Fatal(format!("web_fetch: cannot build the HTTP client: {e}")))
-}
-
-use pincer_providers::error_chain as chain;
-
-async fn fetch(
-    cfg: &WebFetchConfig,
-    hosts: &StaticHosts,
-    start: &str,
-) -> Result<String, ToolError> {
-    let mut url = Url::parse(start)
-        .map_err(|e| respond(format!("web_fetch: `{start}` is not a URL: {e}")))?;
-    let timeout = Duration::from_secs(cfg.timeout_secs);
-    let mut hops: Vec<String> = Vec::new();
-    loop {
-        let target = check(cfg, hosts, &url)
-            .await
-            .map_err(|e| match (&e, hops.is_empty()) {
-                (ToolError::RespondToModel(m), false) => {
-                    respond(format!("{m} (reached by redirect from {start})"))
-                }
-                _ => e,
-            })?;
-        let resp = client(&url, &target, timeout)?
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| respond(format!("web_fetch: {url}: {}", chain(&e))))?;
-        let status = resp.status();
-        let location = resp.headers().get(reqwest::header::LOCATION);
-        if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
-            let Some(loc) = location.and_then(|l| l.to_str().ok()) else {
-                return Err(respond(format!(
-                    "web_fetch: {url}: {status} without a readable Location"
-                )));
-            };
-            let next = url.join(loc).map_err(|e| {
-                respond(format!(
-                    "web_fetch: {url}: {status} to `{loc}`, not a URL: {e}"
-                ))
-            })?;
-            if hops.len() >= cfg.max_redirects as usize {
-                return Err(respond(format!(
-                    "web_fetch: {start}: more than {} redirects ([web_fetch] max_redirects)",
-                    cfg.max_redirects
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(refuse("a URL with credentials in it is not fetched".into()));
+        }
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| refuse("no port".into()))?;
+        let raw_host = url.host_str().unwrap_or_default().to_string();
+        let (host, literal) = match url.host() {
+            Some(url::Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
+            Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+            Some(url::Host::Ipv6(ip)) => {
+                (canonical(IpAddr::V6(ip)).to_string(), Some(IpAddr::V6(ip)))
+            }
+            None => return Err(refuse("the URL has no host".into())),
+        };
+        if !cfg.allows_host(&host) {
+            return Err(refuse(format!(
+                "the host `{host}` is not on [web_fetch] allow_domains"
+            )));
+        }
+        let ips: Vec<IpAddr> = match literal {
+            Some(ip) => vec![ip],
+            None => match hosts.get(&host) {
+                Some(ips) => ips.clone(),
+                None => tokio::net::lookup_host((host.as_str(), port))
+                    .await
+                    .map_err(|e| refuse(format!("`{host}` does not resolve: {e}")))?
+                    .map(|a| a.ip())
+                    .collect(),
+            },
+        };
+        if ips.is_empty() {
+            return Err(refuse(format!("`{host}` resolves to no address")));
+        }
+        for ip in &ips {
+            if let Some(range) = refused_range(*ip)
+                && !cfg.allows_address(*ip)
+            {
+                return Err(refuse(format!(
+                    "`{host}` is {ip}, a {range} address (not on [web_fetch] allow_addresses)"
                 )));
             }
-            hops.push(next.to_string());
-            url = next;
-            continue;
         }
-        return read(cfg, url, hops, resp).await;
+        Ok(Target {
+            host: raw_host,
+            addrs: ips
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, port))
+                .collect(),
+            literal: literal.is_some(),
+        })
     }
-}
 
-async fn read(
-    cfg: &WebFetchConfig,
-    url: Url,
-    hops: Vec<String>,
-    mut resp: reqwest::Response,
-) -> Result<String, ToolError> {
-    let status = resp.status();
-    let ctype = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let mut body = Vec::new();
-    let mut cut = false;
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| respond(format!("web_fetch: {url}: reading the body: {}", chain(&e))))?
-    {
-        let room = cfg.max_bytes - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            cut = true;
-            break;
+    /// A client that connects only to `t`'s checked addresses, follows no
+    /// redirect and uses no proxy.
+    fn client(url: &Url, t: &Target, timeout: Duration) -> Result<reqwest::Client, ToolError> {
+        // Without the `tls` feature an https:// URL is refused here, saying so.
+        let mut b = pincer_providers::client_builder("web_fetch", url.as_str())
+            .map_err(|e| respond(format!("web_fetch: {url}: {e}")))?
+            .user_agent(concat!(
+                "pincer/",
+                env!("CARGO_PKG_VERSION"),
+                " (web_fetch)"
+            ))
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy();
+        if !t.literal {
+            b = b.resolve_to_addrs(&t.host, &t.addrs);
         }
-        body.extend_from_slice(&chunk);
+        b.build()
+            .map_err(|e| ToolError::Fatal(format!("web_fetch: cannot build the HTTP client: {e}")))
     }
-    let mut out = format!("{} {url}\n", status.as_u16());
-    if !hops.is_empty() {
-        out.push_str(&format!("redirected: {}\n", hops.join(" -> ")));
+
+    use pincer_providers::error_chain as chain;
+
+    async fn fetch(
+        cfg: &WebFetchConfig,
+        hosts: &StaticHosts,
+        start: &str,
+    ) -> Result<String, ToolError> {
+        let mut url = Url::parse(start).map_err(|e| {
+            respond(format!(
+                "web_fetch: {}",
+                pincer_providers::url_error(start, &e)
+            ))
+        })?;
+        let timeout = Duration::from_secs(cfg.timeout_secs);
+        let mut hops: Vec<String> = Vec::new();
+        loop {
+            let target =
+                check(cfg, hosts, &url)
+                    .await
+                    .map_err(|e| match (&e, hops.is_empty()) {
+                        (ToolError::RespondToModel(m), false) => {
+                            respond(format!("{m} (reached by redirect from {start})"))
+                        }
+                        _ => e,
+                    })?;
+            let resp = client(&url, &target, timeout)?
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| respond(format!("web_fetch: {url}: {}", chain(&e))))?;
+            let status = resp.status();
+            let location = resp.headers().get(reqwest::header::LOCATION);
+            if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+                let Some(loc) = location.and_then(|l| l.to_str().ok()) else {
+                    return Err(respond(format!(
+                        "web_fetch: {url}: {status} without a readable Location"
+                    )));
+                };
+                let next = url.join(loc).map_err(|e| {
+                    respond(format!(
+                        "web_fetch: {url}: {status} to `{loc}`, not a URL: {e}"
+                    ))
+                })?;
+                if hops.len() >= cfg.max_redirects as usize {
+                    return Err(respond(format!(
+                        "web_fetch: {start}: more than {} redirects ([web_fetch] max_redirects)",
+                        cfg.max_redirects
+                    )));
+                }
+                hops.push(next.to_string());
+                url = next;
+                continue;
+            }
+            return read(cfg, url, hops, resp).await;
+        }
     }
-    out.push_str(&format!(
-        "content-type: {}\n",
-        if ctype.is_empty() { "(none)" } else { &ctype }
-    ));
-    if cut {
+
+    async fn read(
+        cfg: &WebFetchConfig,
+        url: Url,
+        hops: Vec<String>,
+        mut resp: reqwest::Response,
+    ) -> Result<String, ToolError> {
+        let status = resp.status();
+        let ctype = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let mut body = Vec::new();
+        let mut cut = false;
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| respond(format!("web_fetch: {url}: reading the body: {}", chain(&e))))?
+        {
+            let room = cfg.max_bytes - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                cut = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let mut out = format!("{} {url}\n", status.as_u16());
+        if !hops.is_empty() {
+            out.push_str(&format!("redirected: {}\n", hops.join(" -> ")));
+        }
         out.push_str(&format!(
+            "content-type: {}\n",
+            if ctype.is_empty() { "(none)" } else { &ctype }
+        ));
+        if cut {
+            out.push_str(&format!(
             "[cut: the body is longer than {} bytes ([web_fetch] max_bytes); only the first {} bytes were read]\n",
             cfg.max_bytes, cfg.max_bytes
         ));
+        }
+        out.push('\n');
+        out.push_str(&to_text(&ctype, &body)?);
+        Ok(out)
     }
-    out.push('\n');
-    out.push_str(&to_text(&ctype, &body)?);
-    Ok(out)
-}
 
-/// The body as text: HTML made readable, other text as it is; binary
-/// content is not shown.
-fn to_text(ctype: &str, body: &[u8]) -> Result<String, ToolError> {
-    let textual = ctype.is_empty()
-        || ctype.starts_with("text/")
-        || ctype.contains("json")
-        || ctype.contains("xml")
-        || ctype.contains("javascript");
-    if !textual {
-        return Ok(format!(
-            "({} bytes of `{ctype}`, not text: not shown)",
-            body.len()
-        ));
+    /// The body as text: HTML made readable, other text as it is; binary
+    /// content is not shown.
+    fn to_text(ctype: &str, body: &[u8]) -> Result<String, ToolError> {
+        let textual = ctype.is_empty()
+            || ctype.starts_with("text/")
+            || ctype.contains("json")
+            || ctype.contains("xml")
+            || ctype.contains("javascript");
+        if !textual {
+            return Ok(format!(
+                "({} bytes of `{ctype}`, not text: not shown)",
+                body.len()
+            ));
+        }
+        if ctype.starts_with("text/html") || ctype.starts_with("application/xhtml") {
+            return html_to_text(body);
+        }
+        Ok(String::from_utf8_lossy(body).into_owned())
     }
-    if ctype.starts_with("text/html") || ctype.starts_with("application/xhtml") {
-        return html_to_text(body);
+
+    #[cfg(feature = "html")]
+    fn html_to_text(body: &[u8]) -> Result<String, ToolError> {
+        html2text::from_read(body, 100)
+            .map_err(|e| respond(format!("web_fetch: the HTML could not be read: {e}")))
     }
-    Ok(String::from_utf8_lossy(body).into_owned())
+
+    #[cfg(not(feature = "html"))]
+    fn html_to_text(body: &[u8]) -> Result<String, ToolError> {
+        Ok(format!(
+            "(raw HTML: this build has no HTML-to-text, feature `html`)\n{}",
+            String::from_utf8_lossy(body)
+        ))
+    }
 }
 
-#[cfg(feature = "html")]
-fn html_to_text(body: &[u8]) -> Result<String, ToolError> {
-    html2text::from_read(body, 100)
-        .map_err(|e| respond(format!("web_fetch: the HTML could not be read: {e}")))
-}
-
-#[cfg(not(feature = "html"))]
-fn html_to_text(body: &[u8]) -> Result<String, ToolError> {
-    Ok(format!(
-        "(raw HTML: this build has no HTML-to-text, feature `html`)\n{}",
-        String::from_utf8_lossy(body)
-    ))
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "web"))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

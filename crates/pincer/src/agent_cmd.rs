@@ -316,26 +316,23 @@ fn repl(
     render: &(dyn Fn(AgentEvent) + Send + Sync),
     json: bool,
 ) -> Result<ExitCode> {
-    let mut editor = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
-    let history = runtime.home().history_path();
-    let _ = editor.load_history(&history);
+    let mut editor = LineEditor::new(runtime)?;
     eprintln!(
         "pincer agent: session `{}`. /help for commands, Ctrl-D to leave.",
         session.key()
     );
     loop {
-        let line = match editor.readline("you> ") {
-            Ok(l) => l,
+        let line = match editor.read(rt)? {
+            Input::Line(l) => l,
             // Ctrl-C clears the line, as in a shell; Ctrl-D leaves.
-            Err(rustyline::error::ReadlineError::Interrupted) => continue,
-            Err(rustyline::error::ReadlineError::Eof) => break,
-            Err(e) => return Err(e.into()),
+            Input::Interrupted => continue,
+            Input::Eof => break,
         };
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        let _ = editor.add_history_entry(line);
+        editor.remember(line);
         match line
             .split_once(' ')
             .map_or((line, ""), |(c, r)| (c, r.trim()))
@@ -399,6 +396,100 @@ fn repl(
             None => eprintln!("\ncancelled; the session stays valid"),
         }
     }
-    let _ = editor.save_history(&history);
+    editor.save();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the REPL's prompt read.
+enum Input {
+    Line(String),
+    /// Ctrl-C: the line typed so far is dropped.
+    Interrupted,
+    /// Ctrl-D (or the end of stdin).
+    Eof,
+}
+
+const PROMPT: &str = "you> ";
+
+/// The REPL's line editor: rustyline, with history in `PINCER_HOME`.
+#[cfg(feature = "repl")]
+struct LineEditor {
+    editor: rustyline::DefaultEditor,
+    history: std::path::PathBuf,
+}
+
+#[cfg(feature = "repl")]
+impl LineEditor {
+    fn new(runtime: &Runtime) -> Result<Self> {
+        let mut editor = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
+        let history = runtime.home().history_path();
+        // No history yet (or an unreadable one) is an empty one.
+        let _ = editor.load_history(&history);
+        Ok(Self { editor, history })
+    }
+
+    fn read(&mut self, _rt: &tokio::runtime::Runtime) -> Result<Input> {
+        match self.editor.readline(PROMPT) {
+            Ok(l) => Ok(Input::Line(l)),
+            Err(rustyline::error::ReadlineError::Interrupted) => Ok(Input::Interrupted),
+            Err(rustyline::error::ReadlineError::Eof) => Ok(Input::Eof),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn remember(&mut self, line: &str) {
+        // History is a convenience: a full or failing one loses nothing.
+        let _ = self.editor.add_history_entry(line);
+    }
+
+    fn save(&mut self) {
+        let _ = self.editor.save_history(&self.history);
+    }
+}
+
+/// Without the `repl` feature: lines as the terminal's own line discipline
+/// edits them (backspace, Ctrl-U, Ctrl-W), no history, no arrow keys.
+/// Ctrl-C at the prompt drops the line and asks again, as rustyline does.
+#[cfg(not(feature = "repl"))]
+struct LineEditor {
+    /// A read still waiting for its line (Ctrl-C came first): the next
+    /// prompt takes its line rather than starting a second reader.
+    pending: Option<tokio::task::JoinHandle<std::io::Result<Option<String>>>>,
+}
+
+#[cfg(not(feature = "repl"))]
+impl LineEditor {
+    fn new(_runtime: &Runtime) -> Result<Self> {
+        Ok(Self { pending: None })
+    }
+
+    fn read(&mut self, rt: &tokio::runtime::Runtime) -> Result<Input> {
+        use std::io::{BufRead, Write};
+        eprint!("{PROMPT}");
+        let _ = std::io::stderr().flush();
+        let mut read = self.pending.take().unwrap_or_else(|| {
+            rt.spawn_blocking(|| {
+                let mut line = String::new();
+                let n = std::io::stdin().lock().read_line(&mut line)?;
+                Ok((n > 0).then_some(line))
+            })
+        });
+        rt.block_on(async {
+            tokio::select! {
+                r = &mut read => match r.context("the line reader stopped")?? {
+                    Some(line) => Ok(Input::Line(line)),
+                    None => Ok(Input::Eof),
+                },
+                _ = tokio::signal::ctrl_c() => {
+                    eprintln!();
+                    self.pending = Some(read);
+                    Ok(Input::Interrupted)
+                }
+            }
+        })
+    }
+
+    fn remember(&mut self, _line: &str) {}
+
+    fn save(&mut self) {}
 }

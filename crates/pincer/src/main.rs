@@ -8,7 +8,9 @@ mod approvals_cmd;
 mod audit_cmd;
 #[cfg(feature = "serve")]
 mod cron_cmd;
+#[cfg(feature = "demo")]
 mod demo;
+mod diag;
 mod doctor;
 #[cfg(feature = "gateway")]
 mod gateway_cmd;
@@ -44,15 +46,18 @@ const FEATURES: &[(&str, bool)] = &[
     ("camera", cfg!(feature = "camera")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("completions", cfg!(feature = "completions")),
+    ("demo", cfg!(feature = "demo")),
     ("discord", cfg!(feature = "discord")),
     ("fts5", cfg!(feature = "fts5")),
     ("gateway", cfg!(feature = "gateway")),
     ("html", cfg!(feature = "html")),
     ("membench", cfg!(feature = "membench")),
     ("mcp", cfg!(feature = "mcp")),
+    ("repl", cfg!(feature = "repl")),
     ("serve", cfg!(feature = "serve")),
     ("telegram", cfg!(feature = "telegram")),
     ("tls", cfg!(feature = "tls")),
+    ("web", cfg!(feature = "web")),
 ];
 
 /// `0.1.0 (commit 0123abcd4567, features: fts5, membench)`.
@@ -115,6 +120,7 @@ enum Command {
     /// simulated board's sensors, as other runtimes let it and as pincer's
     /// gate stops it, with the audit trail; then an agent session, the
     /// crash-safe session store and turn-boundary trimming.
+    #[cfg(feature = "demo")]
     Demo {
         /// Print the walkthrough as one JSON document.
         #[arg(long)]
@@ -327,21 +333,17 @@ pub fn quiet() -> bool {
 /// Diagnostics (`tracing` events of every crate) go to stderr at the level
 /// `-v`/`-q` say; warnings by default.
 fn init_logging(verbose: u8, quiet: bool) {
-    use tracing_subscriber::filter::LevelFilter;
+    use tracing::Level;
     QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
     let level = match (quiet, verbose) {
-        (true, _) => LevelFilter::ERROR,
-        (false, 0) => LevelFilter::WARN,
-        (false, 1) => LevelFilter::INFO,
-        (false, 2) => LevelFilter::DEBUG,
-        (false, _) => LevelFilter::TRACE,
+        (true, _) => Level::ERROR,
+        (false, 0) => Level::WARN,
+        (false, 1) => Level::INFO,
+        (false, 2) => Level::DEBUG,
+        (false, _) => Level::TRACE,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .without_time()
-        .try_init();
+    // Fails only if one is already installed, which main never does.
+    let _ = tracing::subscriber::set_global_default(diag::Stderr::new(level));
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -384,6 +386,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "demo")]
         Command::Demo { json, keep } => demo::run(json, keep),
         Command::Agent(args) => agent_cmd::run(&load_ctx(cli.home)?, args),
         Command::Doctor { json } => doctor::doctor(&load_ctx(cli.home)?, json),

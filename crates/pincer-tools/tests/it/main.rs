@@ -9,4 +9,5 @@ mod protected;
 mod sandbox;
 mod shell;
 mod support;
+#[cfg(feature = "web")]
 mod web;

@@ -1,4 +1,4 @@
-use crate::{fails, json, ok, pincer};
+use crate::{fails, ok, pincer};
 use std::os::unix::fs::PermissionsExt;
 
 #[test]
@@ -10,7 +10,10 @@ fn version_and_help() {
         "{out}"
     );
     let out = ok(pincer(home.path(), &["--help"], ""));
-    for cmd in ["init", "demo", "session"] {
+    for cmd in ["init", "session"]
+        .into_iter()
+        .chain(cfg!(feature = "demo").then_some("demo"))
+    {
         assert!(out.contains(cmd), "{out}");
     }
 }
@@ -92,6 +95,7 @@ fn malformed_flags_are_errors_not_defaults() {
     }
 }
 
+#[cfg(feature = "demo")]
 #[test]
 fn demo_runs_on_embedded_defaults() {
     let home = tempfile::tempdir().expect("tempdir");
@@ -101,7 +105,7 @@ fn demo_runs_on_embedded_defaults() {
         out.contains("stored messages with a tool call split from its result: 0"),
         "{out}"
     );
-    let doc = json(&ok(pincer(home.path(), &["demo", "--json"], "")));
+    let doc = crate::json(&ok(pincer(home.path(), &["demo", "--json"], "")));
     let steps = doc["steps"].as_array().expect("steps");
     assert_eq!(steps.len(), 5);
     assert_eq!(steps[1]["data"]["unreadable_after"], 0);

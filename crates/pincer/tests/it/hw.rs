@@ -390,6 +390,7 @@ fn without_a_board_the_agent_gets_no_hardware_tools() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("medium"));
 }
 
+#[cfg(feature = "demo")]
 #[test]
 fn the_demo_tells_the_injection_story_from_real_components() {
     let out = ok(hw(Path::new("/nonexistent-home"), &["demo", "--json"], &[]));

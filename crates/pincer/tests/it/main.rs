@@ -34,6 +34,7 @@ mod session;
 mod tidy;
 mod tty;
 mod unattended;
+#[cfg(feature = "web")]
 mod web;
 
 use std::io::Write;

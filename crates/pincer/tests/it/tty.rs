@@ -77,7 +77,19 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     let at = screen.wait_for("pincer> second turn done", at);
     let at = screen.wait_for("you> ", at);
     // Ctrl-C clears the line typed so far and stays; Ctrl-D leaves.
-    keys.write_all(b"half a line\x03").unwrap();
+    keys.write_all(b"half a line").unwrap();
+    if cfg!(feature = "repl") {
+        // rustyline reads the key itself, in raw mode.
+        keys.write_all(b"\x03").unwrap();
+    } else {
+        // The terminal's line discipline turns the key into SIGINT for its
+        // foreground process group; this pty is not the child's
+        // controlling terminal, so say it directly.
+        let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+        // What the line discipline does with the rest: it drops the line.
+        keys.write_all(b"\x15").unwrap();
+    }
     let at = screen.wait_for("you> ", at);
     keys.write_all(b"/session\r").unwrap();
     let at = screen.wait_for("live messages", at);

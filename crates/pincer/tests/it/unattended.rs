@@ -217,6 +217,7 @@ fn approvals_approve_and_deny_json_are_one_object_each() {
 /// "1 entry" not "1 entries", no type names (`Ok`, `Denied`), Part 2's
 /// trail counts its own entries and they add up, and it ends with the
 /// next step.
+#[cfg(feature = "demo")]
 #[test]
 fn the_demo_cuts_at_words_counts_in_english_and_ends_with_the_next_step() {
     let home = tempfile::tempdir().expect("tempdir");
