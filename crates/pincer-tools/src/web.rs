@@ -674,139 +674,139 @@ mod fetch {
             String::from_utf8_lossy(body)
         ))
     }
-}
 
-#[cfg(all(test, feature = "web"))]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use proptest::prelude::*;
 
-    fn ip(s: &str) -> IpAddr {
-        s.parse().expect("ip")
-    }
-
-    /// A build without TLS (pincer-providers' `tls` feature, off when this
-    /// crate is tested alone) refuses an https:// page before connecting,
-    /// naming the feature; it never fetches it in plain text.
-    #[test]
-    fn without_tls_an_https_page_is_refused_by_name() {
-        if pincer_providers::TLS {
-            return;
+        fn ip(s: &str) -> IpAddr {
+            s.parse().expect("ip")
         }
-        let url = Url::parse("https://example.com/").expect("url");
-        let t = Target {
-            host: "example.com".into(),
-            addrs: vec![SocketAddr::new(ip("127.0.0.1"), 9)],
-            literal: false,
-        };
-        let e = format!(
-            "{:?}",
-            client(&url, &t, Duration::from_secs(1)).expect_err("refused")
-        );
-        assert!(
-            e.contains("https://example.com/") && e.contains("`tls` feature"),
-            "{e}"
-        );
-        let plain = Url::parse("http://example.com/").expect("url");
-        client(&plain, &t, Duration::from_secs(1)).expect("http:// is fine");
-    }
 
-    #[test]
-    fn the_dangerous_ranges_are_refused_and_public_ones_are_not() {
-        for a in [
-            "127.0.0.1",
-            "127.9.9.9",
-            "::1",
-            "0.0.0.0",
-            "::",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "fe80::1",
-            "fd00::1",
-            "ff02::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            "64:ff9b::a9fe:a9fe",
-        ] {
-            assert!(refused_range(ip(a)).is_some(), "{a} must be refused");
-        }
-        for a in ["93.184.216.34", "1.1.1.1", "2606:4700::1111", "172.32.0.1"] {
-            assert_eq!(refused_range(ip(a)), None, "{a}");
-        }
-    }
-
-    #[test]
-    fn the_allowlist_matches_hosts_and_subdomains_as_written() {
-        let cfg = WebFetchConfig {
-            allow_domains: vec!["example.com".into(), "*.wiki.org".into()],
-            ..WebFetchConfig::default()
-        };
-        assert!(cfg.allows_host("example.com"));
-        assert!(!cfg.allows_host("www.example.com"));
-        assert!(!cfg.allows_host("badexample.com"));
-        assert!(cfg.allows_host("en.wiki.org"));
-        assert!(!cfg.allows_host("wiki.org"));
-        assert!(!cfg.allows_host("evilwiki.org"));
-    }
-
-    #[test]
-    fn bad_entries_are_refused_naming_the_field() {
-        let path = std::path::Path::new("config.toml");
-        for (text, key) in [
-            ("[web_fetch]\nallow_domains = [\"*\"]\n", "allow_domains"),
-            (
-                "[web_fetch]\nallow_domains = [\"https://x.org/\"]\n",
-                "allow_domains",
-            ),
-            (
-                "[web_fetch]\nallow_addresses = [\"10.0.0.0/33\"]\n",
-                "allow_addresses",
-            ),
-            ("[web_fetch]\nmax_bytes = 0\n", "max_bytes"),
-            ("[web_fetch]\ntimeout = 3\n", "timeout"),
-        ] {
-            let err = parse_section(&Source::new(text, path))
-                .expect_err(text)
-                .to_string();
-            assert!(err.contains(key), "{text}: {err}");
-        }
-        let ok = parse_section(&Source::new(
-            "[web_fetch]\nallow_domains = [\"Example.COM.\", \"::1\"]\nallow_addresses = [\"127.0.0.1\", \"[::1]\"]\n",
-            path,
-        ))
-        .expect("valid");
-        assert_eq!(ok.allow_domains, ["example.com", "::1"]);
-        assert!(ok.allows_address(ip("127.0.0.1")) && !ok.allows_address(ip("127.0.0.2")));
-    }
-
-    #[test]
-    fn the_example_parses_once_uncommented() {
-        let uncommented = crate::config::uncommented(EXAMPLE_TOML);
-        let path = std::path::Path::new("config.toml");
-        let c = parse_section(&Source::new(&uncommented, path)).expect(&uncommented);
-        assert_eq!(c.allow_domains, ["example.com", "*.wikipedia.org"]);
-        let d = WebFetchConfig::default();
-        assert_eq!(
-            (c.max_bytes, c.timeout_secs, c.max_redirects),
-            (d.max_bytes, d.timeout_secs, d.max_redirects)
-        );
-    }
-
-    proptest! {
-        /// A range contains its own address and, exactly when the prefix
-        /// says so, a neighbour differing in one bit.
+        /// A build without TLS (pincer-providers' `tls` feature, off when this
+        /// crate is tested alone) refuses an https:// page before connecting,
+        /// naming the feature; it never fetches it in plain text.
         #[test]
-        fn a_range_holds_what_its_prefix_says(raw in any::<u32>(), prefix in 0u8..=32, bit in 0u32..32) {
-            let c = Cidr { addr: IpAddr::V4(Ipv4Addr::from(raw)), prefix };
-            prop_assert!(c.contains(IpAddr::V4(Ipv4Addr::from(raw))));
-            let other = Ipv4Addr::from(raw ^ (1 << bit));
-            let inside = bit < 32 - u32::from(prefix);
-            prop_assert_eq!(c.contains(IpAddr::V4(other)), inside);
+        fn without_tls_an_https_page_is_refused_by_name() {
+            if pincer_providers::TLS {
+                return;
+            }
+            let url = Url::parse("https://example.com/").expect("url");
+            let t = Target {
+                host: "example.com".into(),
+                addrs: vec![SocketAddr::new(ip("127.0.0.1"), 9)],
+                literal: false,
+            };
+            let e = format!(
+                "{:?}",
+                client(&url, &t, Duration::from_secs(1)).expect_err("refused")
+            );
+            assert!(
+                e.contains("https://example.com/") && e.contains("`tls` feature"),
+                "{e}"
+            );
+            let plain = Url::parse("http://example.com/").expect("url");
+            client(&plain, &t, Duration::from_secs(1)).expect("http:// is fine");
+        }
+
+        #[test]
+        fn the_dangerous_ranges_are_refused_and_public_ones_are_not() {
+            for a in [
+                "127.0.0.1",
+                "127.9.9.9",
+                "::1",
+                "0.0.0.0",
+                "::",
+                "10.1.2.3",
+                "172.16.0.1",
+                "192.168.1.1",
+                "169.254.169.254",
+                "100.64.0.1",
+                "224.0.0.1",
+                "255.255.255.255",
+                "fe80::1",
+                "fd00::1",
+                "ff02::1",
+                "::ffff:127.0.0.1",
+                "::ffff:169.254.169.254",
+                "64:ff9b::a9fe:a9fe",
+            ] {
+                assert!(refused_range(ip(a)).is_some(), "{a} must be refused");
+            }
+            for a in ["93.184.216.34", "1.1.1.1", "2606:4700::1111", "172.32.0.1"] {
+                assert_eq!(refused_range(ip(a)), None, "{a}");
+            }
+        }
+
+        #[test]
+        fn the_allowlist_matches_hosts_and_subdomains_as_written() {
+            let cfg = WebFetchConfig {
+                allow_domains: vec!["example.com".into(), "*.wiki.org".into()],
+                ..WebFetchConfig::default()
+            };
+            assert!(cfg.allows_host("example.com"));
+            assert!(!cfg.allows_host("www.example.com"));
+            assert!(!cfg.allows_host("badexample.com"));
+            assert!(cfg.allows_host("en.wiki.org"));
+            assert!(!cfg.allows_host("wiki.org"));
+            assert!(!cfg.allows_host("evilwiki.org"));
+        }
+
+        #[test]
+        fn bad_entries_are_refused_naming_the_field() {
+            let path = std::path::Path::new("config.toml");
+            for (text, key) in [
+                ("[web_fetch]\nallow_domains = [\"*\"]\n", "allow_domains"),
+                (
+                    "[web_fetch]\nallow_domains = [\"https://x.org/\"]\n",
+                    "allow_domains",
+                ),
+                (
+                    "[web_fetch]\nallow_addresses = [\"10.0.0.0/33\"]\n",
+                    "allow_addresses",
+                ),
+                ("[web_fetch]\nmax_bytes = 0\n", "max_bytes"),
+                ("[web_fetch]\ntimeout = 3\n", "timeout"),
+            ] {
+                let err = parse_section(&Source::new(text, path))
+                    .expect_err(text)
+                    .to_string();
+                assert!(err.contains(key), "{text}: {err}");
+            }
+            let ok = parse_section(&Source::new(
+                "[web_fetch]\nallow_domains = [\"Example.COM.\", \"::1\"]\nallow_addresses = [\"127.0.0.1\", \"[::1]\"]\n",
+                path,
+            ))
+            .expect("valid");
+            assert_eq!(ok.allow_domains, ["example.com", "::1"]);
+            assert!(ok.allows_address(ip("127.0.0.1")) && !ok.allows_address(ip("127.0.0.2")));
+        }
+
+        #[test]
+        fn the_example_parses_once_uncommented() {
+            let uncommented = crate::config::uncommented(EXAMPLE_TOML);
+            let path = std::path::Path::new("config.toml");
+            let c = parse_section(&Source::new(&uncommented, path)).expect(&uncommented);
+            assert_eq!(c.allow_domains, ["example.com", "*.wikipedia.org"]);
+            let d = WebFetchConfig::default();
+            assert_eq!(
+                (c.max_bytes, c.timeout_secs, c.max_redirects),
+                (d.max_bytes, d.timeout_secs, d.max_redirects)
+            );
+        }
+
+        proptest! {
+            /// A range contains its own address and, exactly when the prefix
+            /// says so, a neighbour differing in one bit.
+            #[test]
+            fn a_range_holds_what_its_prefix_says(raw in any::<u32>(), prefix in 0u8..=32, bit in 0u32..32) {
+                let c = Cidr { addr: IpAddr::V4(Ipv4Addr::from(raw)), prefix };
+                prop_assert!(c.contains(IpAddr::V4(Ipv4Addr::from(raw))));
+                let other = Ipv4Addr::from(raw ^ (1 << bit));
+                let inside = bit < 32 - u32::from(prefix);
+                prop_assert_eq!(c.contains(IpAddr::V4(other)), inside);
+            }
         }
     }
 }

@@ -158,15 +158,18 @@ fn version_names_the_commit_and_the_features() {
         ("camera", cfg!(feature = "camera")),
         ("claude-code", cfg!(feature = "claude-code")),
         ("completions", cfg!(feature = "completions")),
+        ("demo", cfg!(feature = "demo")),
         ("discord", cfg!(feature = "discord")),
         ("fts5", cfg!(feature = "fts5")),
         ("gateway", cfg!(feature = "gateway")),
         ("html", cfg!(feature = "html")),
         ("membench", cfg!(feature = "membench")),
         ("mcp", cfg!(feature = "mcp")),
+        ("repl", cfg!(feature = "repl")),
         ("serve", cfg!(feature = "serve")),
         ("telegram", cfg!(feature = "telegram")),
         ("tls", cfg!(feature = "tls")),
+        ("web", cfg!(feature = "web")),
     ]
     .into_iter()
     .filter(|(_, on)| *on)

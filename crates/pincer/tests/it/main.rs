@@ -70,6 +70,28 @@ pub fn serve_home(script: &str, provider_extra: &str, tables: &str) -> ServeHome
     ServeHome { _tmp: tmp, home }
 }
 
+/// A home with the scripted model reading `script` (its `script.json`),
+/// autonomy `autonomy`, approvals timing out after `approval_timeout_secs`,
+/// and `extra` appended to its config.
+pub fn scripted_home(
+    home: &Path,
+    script: &str,
+    autonomy: &str,
+    approval_timeout_secs: u64,
+    extra: &str,
+) {
+    std::fs::create_dir_all(home).expect("home");
+    std::fs::write(home.join("script.json"), script).expect("script");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = {approval_timeout_secs}\n\n\
+             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n{extra}"
+        ),
+    )
+    .expect("config");
+}
+
 /// Runs `pincer ARGS` with `PINCER_HOME=home`, feeding `stdin`.
 pub fn pincer(home: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pincer"))

@@ -103,15 +103,7 @@ fn pages_are_files_first_and_the_index_follows_them() {
 }
 
 fn scripted(home: &Path, script: &str, autonomy: &str) {
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = 1\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
-        ),
-    )
-    .expect("config");
+    crate::scripted_home(home, script, autonomy, 1, "");
 }
 
 fn agent(home: &Path, msg: &str) -> String {

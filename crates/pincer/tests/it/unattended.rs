@@ -8,21 +8,6 @@ use crate::{fails, json, ok, pincer, pincer_env, stderr, stdout};
 use std::net::TcpListener;
 use std::path::Path;
 
-/// A home with the scripted model reading `script`, autonomy `autonomy`,
-/// approvals timing out after 120 s.
-fn scripted_home(home: &Path, script: &str, autonomy: &str, extra: &str) {
-    std::fs::create_dir_all(home).expect("home");
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = 120\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n{extra}"
-        ),
-    )
-    .expect("config");
-}
-
 /// Lines of `text` that a `tracing` event at `level` printed.
 fn events(text: &str, level: &str) -> Vec<String> {
     text.lines()
@@ -46,7 +31,7 @@ fn log_levels_follow_v_and_q() {
       {"text": "hello"}
     ]}"#;
     let run = |flags: &[&str]| {
-        scripted_home(&home, script, "supervised", "");
+        crate::scripted_home(&home, script, "supervised", 120, "");
         let mut args: Vec<&str> = flags.to_vec();
         args.extend(["agent", "-m", "hi"]);
         let out = pincer_env(&home, &args, &[]);
@@ -171,7 +156,7 @@ fn approvals_approve_and_deny_json_are_one_object_each() {
       {"tool_calls": [{"id": "w2", "name": "file_write", "arguments": {"path": "b.txt", "content": "b"}}]},
       {"text": "done"}
     ]}"#;
-    scripted_home(&home, script, "supervised", "");
+    crate::scripted_home(&home, script, "supervised", 120, "");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_pincer"))
         .args(["agent", "-m", "go", "--workspace"])
         .arg(&ws)
@@ -490,7 +475,13 @@ fn memory_write_at_a_terminal_says_it_reads_stdin() {
 fn json_is_one_object_per_command_and_lines_only_for_streams() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
-    scripted_home(&home, r#"{"turns": [{"text": "hello"}]}"#, "supervised", "");
+    crate::scripted_home(
+        &home,
+        r#"{"turns": [{"text": "hello"}]}"#,
+        "supervised",
+        120,
+        "",
+    );
     ok(pincer_env(&home, &["agent", "-m", "hi"], &[]));
     ok(pincer(&home, &["remember", "the greenhouse is north"], ""));
     let mut commands: Vec<Vec<&str>> = vec![
