@@ -4,7 +4,10 @@
 //! pincer emits a handful of events (a provider attempt, a gate decision
 //! at `-vv`); tracing-subscriber's formatter would cost 31 KiB of an edge
 //! binary for them. Spans are not recorded: none of pincer's code opens
-//! one, and an event inside one still prints.
+//! one, and an event inside one still prints. A field can carry what a
+//! server said (a provider's error), so the line goes out as one line with
+//! every control character escaped: no escape sequence reaches the
+//! terminal and no newline forges a second log line.
 
 use std::fmt::Write as _;
 use tracing::field::{Field, Visit};
@@ -22,6 +25,9 @@ impl Stderr {
         Self { max }
     }
 }
+
+/// Where a line is cut (with `…`): far above any event pincer emits.
+const MAX_CHARS: usize = 16 * 1024;
 
 /// One event's line, its fields appended as they are visited.
 struct Line(String);
@@ -49,7 +55,7 @@ impl Line {
         let m = event.metadata();
         let mut line = Line(format!("{:>5} {}:", m.level(), m.target()));
         event.record(&mut line);
-        line.0
+        pincer_core::text::one_line(&line.0, MAX_CHARS)
     }
 }
 
@@ -121,6 +127,19 @@ mod tests {
                 " INFO pincer::diag::tests: provider answered provider=local retry=2",
                 " WARN pincer::diag::tests: attempt failed error=boom",
             ]
+        );
+    }
+
+    #[test]
+    fn what_a_server_said_cannot_reach_the_terminal_as_escapes_or_new_lines() {
+        let lines = line_of(|| {
+            tracing::warn!(error = %"\u{1b}]52;c;cm0gLXJmIH4=\u{7}\n WARN forged: ok", "attempt failed");
+        });
+        assert_eq!(lines.len(), 1);
+        assert!(!lines[0].contains(['\u{1b}', '\u{7}', '\n']), "{lines:?}");
+        assert!(
+            lines[0].contains("\\u{1b}") && lines[0].contains('⏎'),
+            "{lines:?}"
         );
     }
 }
