@@ -41,8 +41,14 @@ struct TerminalApprover {
     timeout: Duration,
 }
 
-/// Waits up to `timeout` for a line on stdin. `Ok(None)`: no answer in time.
-fn read_line_within(timeout: Duration) -> std::io::Result<Option<String>> {
+/// Waits up to `timeout` for a line on stdin. `Ok(None)`: no answer in
+/// time, or `cancel` became readable or hung up (its other end is dropped
+/// when the turn that asked is cancelled): then nothing is read, so a
+/// prompt nobody waits for any more cannot take the next line typed.
+fn read_line_within(
+    timeout: Duration,
+    cancel: &impl rustix::fd::AsFd,
+) -> std::io::Result<Option<String>> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let deadline = std::time::Instant::now() + timeout;
     let stdin = std::io::stdin();
@@ -55,9 +61,13 @@ fn read_line_within(timeout: Duration) -> std::io::Result<Option<String>> {
             tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(left.subsec_nanos()),
         };
-        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        let mut fds = [
+            PollFd::new(&stdin, PollFlags::IN),
+            PollFd::new(cancel, PollFlags::IN),
+        ];
         match poll(&mut fds, Some(&wait)) {
             Ok(0) => return Ok(None),
+            Ok(_) if !fds[1].revents().is_empty() => return Ok(None),
             // Readable: a terminal in line mode has a whole line (or EOF).
             Ok(_) => {
                 let mut line = String::new();
@@ -83,10 +93,21 @@ impl Approver for TerminalApprover {
         let call_hash = req.call_hash.clone();
         let timeout = self.timeout;
         Box::pin(async move {
+            // Dropped with this future: a cancelled turn's prompt stops
+            // waiting at once instead of at its deadline.
+            let (cancel, _cancel_on_drop) = match rustix::pipe::pipe() {
+                Ok(p) => p,
+                Err(e) => {
+                    return ApprovalAnswer::Denied {
+                        by: actor::SYSTEM.into(),
+                        reason: format!("could not ask at the terminal: {e}"),
+                    };
+                }
+            };
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{prompt}");
                 let _ = std::io::stderr().flush();
-                read_line_within(timeout)
+                read_line_within(timeout, &cancel)
             })
             .await;
             match answer {

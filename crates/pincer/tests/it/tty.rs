@@ -99,6 +99,52 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     assert_eq!(std::fs::read_to_string(ws.join("second.txt")).unwrap(), "y");
 }
 
+/// Ctrl-C while an approval waits cancels the turn, and the prompt that
+/// asked stops reading: the next lines go to the REPL and to the next
+/// approval, not to a prompt nobody waits for any more.
+#[test]
+fn a_cancelled_approval_prompt_takes_no_later_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"id": "a", "name": "file_write",
+                         "arguments": {"path": "first.txt", "content": "x"}}]},
+        {"tool_calls": [{"id": "b", "name": "file_write",
+                         "arguments": {"path": "second.txt", "content": "y"}}]},
+        {"text": "second turn done"}
+    ]});
+    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[policy]\napproval_timeout_secs = 120\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n",
+    )
+    .unwrap();
+    let (child, screen, mut keys) =
+        on_a_pty(&home, &["agent", "--workspace", ws.to_str().unwrap()]);
+    let at = screen.wait_for("you> ", 0);
+    keys.write_all(b"write it\r").unwrap();
+    let at = screen.wait_for("approve within 120 s?", at);
+    // Ctrl-C, as the terminal would send it (see the test below).
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let at = screen.wait_for("cancelled", at);
+    let at = screen.wait_for("you> ", at);
+    keys.write_all(b"/session\r").unwrap();
+    let at = screen.wait_for("live messages", at);
+    let at = screen.wait_for("you> ", at);
+    keys.write_all(b"again please\r").unwrap();
+    let at = screen.wait_for("approve within 120 s?", at);
+    keys.write_all(b"y\r").unwrap();
+    let at = screen.wait_for("second turn done", at);
+    screen.wait_for("you> ", at);
+    leaves_on_ctrl_d(child, &mut keys);
+    assert!(!ws.join("first.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.join("second.txt")).unwrap(), "y");
+}
+
 /// `pincer ARGS` with a pseudo-terminal as its stdin, stdout and stderr:
 /// the child, what its terminal shows, and the keyboard.
 pub(crate) fn on_a_pty(
