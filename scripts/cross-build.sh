@@ -44,7 +44,8 @@
 #   PINCER_RUST_WEB_VERSION    a Debian version of rustc-web to use (default: the newest
 #                              already in the cache, else the archive's current one)
 #   PINCER_CROSS_REFRESH=1     ask the archive for a newer rustc-web even if one is cached
-#   PINCER_CROSS_LINK_ARGS     extra linker arguments, space-separated
+#   PINCER_CROSS_LINK_ARGS     extra linker arguments, space-separated (scripts/release.sh
+#                              passes -Wl,-z,pack-relative-relocs)
 #   CARGO_TARGET_DIR           default target/cross (separate: another compiler)
 set -euo pipefail
 cd "$(dirname "$0")/.."

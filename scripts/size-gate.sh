@@ -34,6 +34,12 @@ case ${1:-} in
 *) echo "size-gate: unknown argument '$1' (--kernel-only or --each)" >&2; exit 2 ;;
 esac
 
+# A RUSTFLAGS variable replaces .cargo/config.toml's flags (the machine
+# outliner, about 120 KiB): the number would not be the kernel's.
+if [[ -n ${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-} ]]; then
+    echo "size-gate: RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS is set; it replaces the flags of .cargo/config.toml, so the build would not be the kernel: unset it" >&2
+    exit 2
+fi
 cache=${PINCER_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pincer-ci}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/size-target}
 target_dir=$CARGO_TARGET_DIR

@@ -152,9 +152,11 @@ fn summary(o: &mut String, r: &Report) {
                     format!("; also reaches {}", w.allow_addresses.join(", "))
                 }
             )
-        } else {
+        } else if cfg!(feature = "web") {
             "off: [web_fetch] allow_domains is empty, the agent is not offered web_fetch"
                 .to_string()
+        } else {
+            "off: this pincer was built without web_fetch (cargo feature `web`)".to_string()
         }
     );
     for f in &r.front_ends {

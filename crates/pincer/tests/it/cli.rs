@@ -284,3 +284,24 @@ fn without_tls_an_https_provider_is_refused_by_name() {
         "{doc}"
     );
 }
+
+/// A build without `web` (the kernel) refuses a `[web_fetch]` table by name
+/// rather than ignoring it, and doctor says the tool is not built in.
+#[cfg(not(feature = "web"))]
+#[test]
+fn a_build_without_web_refuses_a_web_fetch_table_and_says_so() {
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[web_fetch]\nallow_domains = [\"example.com\"]\n",
+    )
+    .expect("config");
+    let err = fails(pincer(home.path(), &["status"], ""));
+    assert!(
+        err.contains("config.toml:1:") && err.contains("feature `web`"),
+        "{err}"
+    );
+    std::fs::remove_file(home.path().join("config.toml")).expect("rm");
+    let out = crate::stdout(&pincer(home.path(), &["doctor"], ""));
+    assert!(out.contains("built without web_fetch"), "{out}");
+}
