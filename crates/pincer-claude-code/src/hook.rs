@@ -232,6 +232,19 @@ fn fallback(event: Event, why: &str) -> Answer {
     }
 }
 
+/// The answer to give when pincer panics while answering `event` (Claude
+/// Code's name): for PreToolUse `ask` with the reason, never a silent
+/// allow. A release build aborts on a panic, so [`respond_within`]'s
+/// `catch_unwind` cannot catch it there; the binary's panic hook prints
+/// this and exits 0 instead, before the abort.
+pub fn panic_answer(event: &str) -> Answer {
+    let why = "failed internally (a bug: it panicked)";
+    match Event::parse(event) {
+        Some(ev) => fallback(ev, why),
+        None => Answer::error(why),
+    }
+}
+
 /// Answers the hook `event` (Claude Code's name) with the JSON on `stdin`,
 /// within the event's deadline.
 pub fn respond<R, F>(event: &str, stdin: R, setup: F) -> Answer
@@ -809,6 +822,18 @@ mod tests {
         for t in c.required_tools() {
             assert!(c.tool_class(t).is_some(), "{t}");
         }
+    }
+
+    #[test]
+    fn a_panic_answers_ask_for_pre_tool_use_and_an_error_otherwise() {
+        let a = panic_answer("PreToolUse");
+        assert_eq!(a.code, 0);
+        let v: Value = serde_json::from_str(&a.stdout).expect("json");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+        assert!(a.stdout.contains("panicked"), "{}", a.stdout);
+        let a = panic_answer("SessionEnd");
+        assert!(!a.stdout.contains("\"allow\""));
+        assert!(a.stderr.contains("panicked") || a.stdout.contains("panicked"));
     }
 
     #[test]

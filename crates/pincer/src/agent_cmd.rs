@@ -495,19 +495,33 @@ impl LineEditor {
                 Ok((n > 0).then_some(line))
             })
         });
-        rt.block_on(async {
+        let line = rt.block_on(async {
             tokio::select! {
-                r = &mut read => match r.context("the line reader stopped")?? {
-                    Some(line) => Ok(Input::Line(line)),
-                    None => Ok(Input::Eof),
+                r = &mut read => Some(r),
+                watched = tokio::signal::ctrl_c() => match watched {
+                    Ok(()) => None,
+                    // Ctrl-C cannot be watched here: wait for the line.
+                    Err(_) => Some((&mut read).await),
                 },
-                _ = tokio::signal::ctrl_c() => {
-                    eprintln!();
-                    self.pending = Some(read);
+            }
+        });
+        match line {
+            None => {
+                eprintln!();
+                self.pending = Some(read);
+                Ok(Input::Interrupted)
+            }
+            Some(r) => match r.context("the line reader stopped")? {
+                Ok(Some(line)) => Ok(Input::Line(line)),
+                Ok(None) => Ok(Input::Eof),
+                // A line that is not UTF-8 is dropped, not the REPL.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    eprintln!("error: that line was not UTF-8 text; it was dropped");
                     Ok(Input::Interrupted)
                 }
-            }
-        })
+                Err(e) => Err(e.into()),
+            },
+        }
     }
 
     fn remember(&mut self, _line: &str) {}

@@ -91,6 +91,21 @@ fn event_hook(home: Option<PathBuf>, event: &str) -> ExitCode {
             claude: ClaudeEnv::from_vars(vars),
         })
     };
+    // A panic aborts a release build before any catch_unwind: answer from
+    // the panic hook instead (for PreToolUse `ask`), and exit 0 so that
+    // Claude Code reads the answer rather than treating the hook as one
+    // that failed (which lets the tool call run).
+    let name = event.to_string();
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        let a = pincer_claude_code::hook::panic_answer(&name);
+        use std::io::Write as _;
+        let _ = std::io::stdout().write_all(a.stdout.as_bytes());
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().write_all(a.stderr.as_bytes());
+        std::process::exit(i32::from(a.code));
+    }));
     let answer = pincer_claude_code::respond(event, std::io::stdin(), setup);
     print!("{}", answer.stdout);
     eprint!("{}", answer.stderr);
