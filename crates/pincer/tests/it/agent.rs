@@ -21,16 +21,7 @@ fn write_scripted_config(home: &Path, script: &str, autonomy: &str) {
 /// A scripted provider; approvals (nobody at the terminal: the queue) time
 /// out after `approval_secs`.
 fn write_scripted_config_with(home: &Path, script: &str, autonomy: &str, approval_secs: u64) {
-    std::fs::create_dir_all(home).expect("home");
-    std::fs::write(home.join("script.json"), script).expect("script");
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[policy]\nautonomy = \"{autonomy}\"\napproval_timeout_secs = {approval_secs}\n\n\
-             [providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n"
-        ),
-    )
-    .expect("config");
+    crate::scripted_home(home, script, autonomy, approval_secs, "");
 }
 
 const SCRIPT: &str = r#"{"turns": [

@@ -34,7 +34,6 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
     let home = tmp.path().join("home");
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
     let script = serde_json::json!({"turns": [
         {"tool_calls": [{"id": "a", "name": "file_write",
                          "arguments": {"path": "first.txt", "content": "x"}}]},
@@ -44,12 +43,7 @@ fn an_unanswered_terminal_approval_does_not_swallow_the_next_line() {
          "expect": {"last_role": "user", "last_message_contains": "again please"}},
         {"text": "second turn done"}
     ]});
-    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        "[policy]\napproval_timeout_secs = 2\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n",
-    )
-    .unwrap();
+    crate::scripted_home(&home, &script.to_string(), "supervised", 2, "");
 
     let (child, screen, mut keys) =
         on_a_pty(&home, &["agent", "--workspace", ws.to_str().unwrap()]);
@@ -108,7 +102,6 @@ fn a_cancelled_approval_prompt_takes_no_later_line() {
     let home = tmp.path().join("home");
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
     let script = serde_json::json!({"turns": [
         {"tool_calls": [{"id": "a", "name": "file_write",
                          "arguments": {"path": "first.txt", "content": "x"}}]},
@@ -116,12 +109,7 @@ fn a_cancelled_approval_prompt_takes_no_later_line() {
                          "arguments": {"path": "second.txt", "content": "y"}}]},
         {"text": "second turn done"}
     ]});
-    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        "[policy]\napproval_timeout_secs = 120\n\n[providers.s]\nkind = \"scripted\"\nscript = \"script.json\"\n",
-    )
-    .unwrap();
+    crate::scripted_home(&home, &script.to_string(), "supervised", 120, "");
     let (child, screen, mut keys) =
         on_a_pty(&home, &["agent", "--workspace", ws.to_str().unwrap()]);
     let at = screen.wait_for("you> ", 0);
